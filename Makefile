@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: GPL-2.0
+# nfslice: payload slicing for shallow network functions.
+#   make          build build/nfslice and the BPF objects
+#   make test     install deps, build, run unit (Criterion) + netns (pytest) tests
+#   make demo     install deps, build, run the netns rig demo on real traffic
+#   make bench    datapath cost benchmarks into bench/results/
+#   make V=1      show full commands
+
+include mk/common.mk
+
+.PHONY: all bpf loader unit deps test demo bench clean
+
+all: loader
+
+bpf:
+	$(Q)$(MAKE) -C bpf
+
+loader: bpf
+	$(Q)$(MAKE) -C loader
+
+unit: bpf
+	$(Q)$(MAKE) -C tests/unit
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+test: deps
+	$(Q)$(MAKE) all unit
+	$(Q)tests/run.sh
+
+demo: deps
+	$(Q)$(MAKE) all
+	$(Q)scripts/demo.sh
+
+bench: deps
+	$(Q)$(MAKE) all
+	$(Q)$(MAKE) -C bench
+	$(Q)bench/run.sh
+
+clean:
+	$(call msg,CLEAN,build)
+	$(Q)rm -rf $(BUILD)

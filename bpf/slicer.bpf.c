@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * nfslice slicer: XDP program on the ingress of every domain interface.
+ *
+ * Parks the payload of a large UDP/TCP packet in the store and lets the
+ * header travel on, marked DSCP 63 and carrying a token (NFSlicer §III-B
+ * "slice operation", PayloadPark §3.3 "Split", Alg. 1). The sliced packet
+ * stays valid: IP and UDP lengths and the L4 checksum describe it.
+ * Returns XDP_PASS for everything except a token of ours arriving from
+ * outside (a replay), which is dropped.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xdp/xdp_helpers.h>
+
+#include "nfsl_maps.h"
+#include "nfsl_hdr.h"
+#include "nfsl_token.h"
+#include "nfsl_store.h"
+
+/* libxdp dispatcher: run after programs of default priority (50), and let
+ * the next program run when we pass. */
+struct {
+	__uint(priority, 60);
+	__uint(XDP_PASS, 1);
+} XDP_RUN_CONFIG(nfsl_slicer);
+
+/* Next slot of this CPU's partition, FIFO (PayloadPark Alg. 1 line 4). */
+static __always_inline __u32 nfsl_next_slot(const struct nfsl_config *cfg)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), *cur, i;
+	__u32 part = cfg->part_slots, ncpus = cfg->ncpus;
+
+	cur = bpf_map_lookup_elem(&nfsl_cursor, &zero);
+	if (!cur || !part || !ncpus)
+		return 0;
+	if (cpu >= ncpus)
+		cpu %= ncpus;
+	i = *cur;
+	if (i >= part)
+		i = 0;
+	*cur = i + 1 < part ? i + 1 : 0;
+	return cpu * part + i;
+}
+
+/* A DSCP-63 packet entering the domain whose trailing bytes verify as one
+ * of our tokens is a replay of a sliced header: it must not reach a splicer. */
+static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
+					   const struct nfsl_pkt *p,
+					   const struct nfsl_config *cfg)
+{
+	struct nfsl_token tok;
+
+	if (p->l3end < p->payoff + NFSL_TOKEN_LEN)
+		return false;
+	if (bpf_xdp_load_bytes(ctx, p->l3end - NFSL_TOKEN_LEN, &tok, sizeof(tok)))
+		return false;
+	return nfsl_token_verify(&tok, cfg->key);
+}
+
+/* Sum of the pseudo-header without its length word (RFC 768/793/8200). */
+static __always_inline int nfsl_pseudo_sum(void *data, void *data_end,
+					   const struct nfsl_pkt *p, __u32 *sum)
+{
+	__u32 s = nfsl_htons(p->proto);
+
+	if (p->v6) {
+		struct ipv6hdr *ip6 = data + p->l3off;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return -1;
+		*sum = nfsl_csum_bytes(&ip6->saddr, 32, s);
+	} else {
+		struct iphdr *iph = data + p->l3off;
+
+		if ((void *)(iph + 1) > data_end)
+			return -1;
+		*sum = nfsl_csum_bytes(&iph->saddr, 8, s);
+	}
+	return 0;
+}
+
+/* Rewrite IP and L4 headers of the shrunk packet and write the token. */
+static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
+					     const struct nfsl_pkt *p,
+					     struct nfsl_token *tok, __u32 tok_off,
+					     __u16 csum)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	void *l3 = data + p->l3off, *l4 = data + p->l4off;
+	__u32 l3len = tok_off + NFSL_TOKEN_LEN - p->l3off;
+
+	if (l3 + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) > data_end ||
+	    l4 + sizeof(struct tcphdr) > data_end)
+		return -1;
+	nfsl_ip_rewrite(l3, p->v6, NFSL_DSCP_SLICED, l3len);
+	nfsl_l4_rewrite(l4, p->proto, l3len - (p->l4off - p->l3off), csum);
+	return bpf_xdp_store_bytes(ctx, tok_off, tok, sizeof(*tok));
+}
+
+static __always_inline int nfsl_slice(struct xdp_md *ctx,
+				      const struct nfsl_config *cfg,
+				      struct nfsl_counters *cnt,
+				      const struct nfsl_pkt *p, __u32 parked)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 scratch[NFSL_L4HDR_MAX + NFSL_KEEP_MAX];
+	__u32 idx, gen, tok_off, hk_len, old_l4, pseudo;
+	__u16 *csum_field, csum, tsum, psum = 0;
+	bool udp = p->proto == IPPROTO_UDP;
+	struct nfsl_token tok;
+	struct nfsl_slot *s;
+	int claim;
+
+	idx = nfsl_next_slot(cfg);
+	s = bpf_map_lookup_elem(&nfsl_store, &idx);
+	if (!s)
+		return XDP_PASS;
+	claim = nfsl_slot_claim(s, cfg->expiry, &gen);
+	if (claim == NFSL_CLAIM_BUSY) {
+		cnt->skipped_full++;
+		return XDP_PASS;
+	}
+	if (claim == NFSL_CLAIM_EVICTED)
+		cnt->evicted++;
+
+	tok_off = p->payoff + cfg->keep;
+	hk_len = tok_off - p->l4off;
+	if (parked < 1 || parked > NFSL_PAYLOAD_MAX || hk_len < 1 ||
+	    hk_len > sizeof(scratch))
+		goto abort;
+	if (bpf_xdp_load_bytes(ctx, tok_off, s->payload, parked) ||
+	    bpf_xdp_load_bytes(ctx, p->l4off, scratch, hk_len))
+		goto abort;
+
+	csum_field = data + p->l4off + nfsl_l4_csum_off(p->proto);
+	if ((void *)(csum_field + 1) > data_end ||
+	    nfsl_pseudo_sum(data, data_end, p, &pseudo))
+		goto abort;
+	csum = *csum_field;
+
+	nfsl_token_make(&tok, cfg->key, idx, gen);
+	tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_bytes(&tok, sizeof(tok), 0)),
+			    tok_off - p->l4off);
+	old_l4 = p->l3end - p->l4off;
+	if (!(udp && csum == 0)) /* UDP without checksum stays without */
+		csum = nfsl_slice_csum(pseudo, nfsl_csum_bytes(scratch, hk_len, 0),
+				       csum, old_l4, hk_len + NFSL_TOKEN_LEN,
+				       udp, tsum, &psum);
+
+	s->len = parked;
+	s->csum = psum;
+	s->dscp = p->dscp;
+	s->flags = ((tok_off - p->l4off) & 1 ? NFSL_SLOT_F_ODD : 0) |
+		   (udp && csum == 0 ? NFSL_SLOT_F_NOCSUM : 0) |
+		   (p->v6 ? NFSL_SLOT_F_V6 : 0);
+	s->ifindex = ctx->ingress_ifindex;
+	s->parked_ns = bpf_ktime_get_ns();
+
+	/* Shrink first: if it fails, the packet is still untouched. */
+	if (bpf_xdp_adjust_tail(ctx, -(int)(parked - NFSL_TOKEN_LEN)))
+		goto abort;
+	if (nfsl_write_sliced(ctx, p, &tok, tok_off, csum)) {
+		/* Unreachable after the checks above; never pass a half
+		 * rewritten packet. */
+		nfsl_slot_release(s, gen);
+		cnt->unparsed++;
+		return XDP_DROP;
+	}
+	cnt->sliced++;
+	cnt->parked_bytes += parked;
+	return XDP_PASS;
+
+abort:
+	nfsl_slot_release(s, gen);
+	cnt->unparsed++;
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int nfsl_slicer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct nfsl_config *cfg = nfsl_get_config();
+	struct nfsl_counters *cnt = nfsl_get_counters();
+	__u32 frame_len = data_end - data, paylen, keep;
+	struct nfsl_pkt p = {};
+
+	if (!cfg || !cnt || !cfg->slots)
+		return XDP_PASS; /* domain not configured yet */
+	if (nfsl_parse(data, data_end, &p)) {
+		cnt->unparsed++;
+		return XDP_PASS;
+	}
+	if (p.dscp == NFSL_DSCP_SLICED && nfsl_is_replay(ctx, &p, cfg)) {
+		cnt->replayed++;
+		return XDP_DROP;
+	}
+	keep = cfg->keep;
+	paylen = p.l3end - p.payoff;
+	if (frame_len < cfg->threshold || paylen <= keep + NFSL_TOKEN_LEN) {
+		cnt->skipped_small++;
+		return XDP_PASS;
+	}
+	if (p.l3end != frame_len) { /* bytes after the IP packet */
+		cnt->unparsed++;
+		return XDP_PASS;
+	}
+	if (paylen - keep > NFSL_PAYLOAD_MAX || p.l3end - p.l3off > cfg->max_l3) {
+		cnt->skipped_big++;
+		return XDP_PASS;
+	}
+	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

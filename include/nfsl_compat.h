@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Glue that lets the header-only codec in include/ compile both as BPF C
+ * (clang -target bpf) and as user-space C: one codec, two engines (DESIGN.md).
+ */
+#ifndef NFSL_COMPAT_H
+#define NFSL_COMPAT_H
+
+#ifdef __bpf__
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <stdbool.h>
+#include <stddef.h>
+#define nfsl_htons(x) bpf_htons(x)
+#define nfsl_ntohs(x) bpf_ntohs(x)
+#define nfsl_htonl(x) bpf_htonl(x)
+#define nfsl_ntohl(x) bpf_ntohl(x)
+#else
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <arpa/inet.h>
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+#define nfsl_htons(x) htons(x)
+#define nfsl_ntohs(x) ntohs(x)
+#define nfsl_htonl(x) htonl(x)
+#define nfsl_ntohl(x) ntohl(x)
+#endif
+
+#define NFSL_INLINE static __always_inline
+
+#ifdef __bpf__
+#define nfsl_memcpy __builtin_memcpy
+#else
+#define nfsl_memcpy memcpy
+#endif
+
+#endif /* NFSL_COMPAT_H */

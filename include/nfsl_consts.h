@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/* Constants shared by the BPF datapath, the loader and the tests. */
+#ifndef NFSL_CONSTS_H
+#define NFSL_CONSTS_H
+
+/* DSCP 0b111111 ("experimental/local use", RFC 2474): marks a sliced
+ * packet, as NFSlicer §III-A does. Outside traffic may use it too; the
+ * token MAC, not the DSCP, decides what is ours. */
+#define NFSL_DSCP_SLICED 63
+
+/* Bytes appended to a sliced packet: slot, generation, MAC. */
+#define NFSL_TOKEN_LEN 16
+
+/* Largest payload one slot parks, in bytes. A slot is 2 KiB: 32 B of
+ * metadata + 2016 B of payload, enough for any frame a non-frags XDP
+ * program sees on veth (MTU <= ~3500 is refused above ~2000 B payloads:
+ * those pass unsliced and count as skipped_big). */
+#define NFSL_SLOT_SIZE 2048
+#define NFSL_SLOT_META 32
+#define NFSL_PAYLOAD_MAX (NFSL_SLOT_SIZE - NFSL_SLOT_META)
+
+/* Most payload bytes `keep` may leave in the packet (PayloadPark §7's
+ * decoupling boundary). Bounded so the checksum scratch fits the BPF stack. */
+#define NFSL_KEEP_MAX 192
+/* Largest L4 header (TCP with 40 B of options). */
+#define NFSL_L4HDR_MAX 60
+
+/* Defaults of `nfslice attach` (issue #2). */
+#define NFSL_DEF_THRESHOLD 256 /* frame bytes */
+#define NFSL_DEF_KEEP 0        /* payload bytes */
+#define NFSL_DEF_SLOTS 4096
+#define NFSL_DEF_EXPIRY 2      /* allocator wrap-arounds, PayloadPark Alg. 1 */
+#define NFSL_MAX_SLOTS (1u << 20)
+#define NFSL_MAX_EXPIRY 255
+#define NFSL_MAX_IFACES 16
+#define NFSL_MAX_CPUS 256
+
+/* Slot flags. */
+#define NFSL_SLOT_F_ODD 0x1    /* parked bytes started at an odd L4 offset */
+#define NFSL_SLOT_F_NOCSUM 0x2 /* UDP without checksum (0): keep it 0 */
+#define NFSL_SLOT_F_V6 0x4     /* parked from an IPv6 packet */
+
+/* Interface flags kept in the config for detach. */
+#define NFSL_IF_SKB_MODE 0x1      /* XDP attached in generic (skb) mode */
+#define NFSL_IF_CREATED_CLSACT 0x2 /* the clsact qdisc was created by us */
+
+/* tc filter handle and priority of the splicer. */
+#define NFSL_TC_HANDLE 0x5e1
+#define NFSL_TC_PRIO 0x5e1
+
+#endif /* NFSL_CONSTS_H */

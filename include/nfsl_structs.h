@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Data structures shared by the BPF datapath and user space: token, slot,
+ * counters, config. Defined once here (DESIGN.md "Layout").
+ */
+#ifndef NFSL_STRUCTS_H
+#define NFSL_STRUCTS_H
+
+#include "nfsl_compat.h"
+#include "nfsl_consts.h"
+
+/*
+ * Token appended to a sliced packet, as the last NFSL_TOKEN_LEN bytes of the
+ * IP packet (located through the IP length, so Ethernet padding never moves
+ * it). Slot index + generation follow NFSlicer §III-C; the MAC makes only
+ * tokens this domain issued count (SipHash-2-4 over slot and generation,
+ * keyed with the domain's random secret).
+ */
+struct nfsl_token {
+	__be32 slot; /* index into the store */
+	__be32 gen;  /* slot generation when the payload was parked */
+	__u8 mac[8]; /* SipHash-2-4 output, little-endian as the spec gives it */
+};
+
+/*
+ * Slot control word, changed only with compare-and-swap:
+ *   bits 63..32  generation (bumped by every claim)
+ *   bits 31..0   expiry count; 0 = free (PayloadPark Alg. 1 "EXP")
+ */
+#define NFSL_CTL(gen, exp) (((__u64)(gen) << 32) | (__u32)(exp))
+#define NFSL_CTL_GEN(ctl) ((__u32)((ctl) >> 32))
+#define NFSL_CTL_EXP(ctl) ((__u32)(ctl))
+
+/* One parked payload and its metadata (DESIGN.md "Words": slot). */
+struct nfsl_slot {
+	__u64 ctl;       /* generation << 32 | expiry count, see NFSL_CTL */
+	__u64 parked_ns; /* bpf_ktime_get_ns() when parked, for the TTL manager */
+	__u16 len;       /* parked payload bytes */
+	__u16 csum;      /* ones' complement sum of the parked bytes, RFC 1071,
+			  * in memory order, at their original L4 offset */
+	__u8 dscp;       /* original DSCP (6 bits), restored on splice */
+	__u8 flags;      /* NFSL_SLOT_F_* */
+	__u16 tenant;    /* reserved for tenant partitions (PayloadPark §6.2.3) */
+	__u32 ifindex;   /* interface the payload arrived on */
+	__u32 pad;
+	__u8 payload[NFSL_PAYLOAD_MAX];
+};
+
+/*
+ * Datapath counters, one set per CPU, summed by `nfslice stats`.
+ * X-macro so the struct, the CLI names and the JSON keys are one list.
+ */
+#define NFSL_COUNTERS(X)                                                       \
+	X(sliced)        /* payloads parked */                                 \
+	X(spliced)       /* payloads restored */                               \
+	X(skipped_small) /* frame < threshold or payload <= keep + token */    \
+	X(skipped_full)  /* no usable slot: passed unsliced */                 \
+	X(skipped_big)   /* payload > NFSL_PAYLOAD_MAX or frame > domain MTU */\
+	X(evicted)       /* busy slots reclaimed at expiry 0 (Alg. 1) */       \
+	X(stale)         /* valid token, payload evicted: dropped */           \
+	X(bad_token)     /* DSCP 63 but token does not verify: passed */       \
+	X(replayed)      /* our valid token arriving from outside: dropped */  \
+	X(too_big)       /* spliced frame would exceed egress MTU: dropped */  \
+	X(unparsed)      /* not Eth/VLAN/IPv4/IPv6/UDP/TCP, fragment, malformed */ \
+	X(parked_bytes)  /* payload bytes kept out of the NF */
+
+struct nfsl_counters {
+#define NFSL_X_FIELD(name) __u64 name;
+	NFSL_COUNTERS(NFSL_X_FIELD)
+#undef NFSL_X_FIELD
+};
+
+/* One attached interface, remembered for detach and status. */
+struct nfsl_iface {
+	__u32 ifindex;
+	__u32 flags; /* NFSL_IF_* */
+};
+
+/* Domain configuration, one entry, written by the loader at attach. */
+struct nfsl_config {
+	__u32 threshold;  /* smallest frame (bytes) worth slicing */
+	__u32 keep;       /* payload bytes left in the packet */
+	__u32 slots;      /* slots in use: part_slots * ncpus */
+	__u32 part_slots; /* slots in each per-CPU allocation partition */
+	__u32 ncpus;      /* partitions */
+	__u32 expiry;     /* wrap-arounds a busy slot survives (Alg. 1) */
+	__u32 max_l3;     /* largest IP packet sliced: the domain's smallest MTU */
+	__u32 nifaces;
+	__u64 key[2];     /* SipHash-2-4 key, random per domain */
+	struct nfsl_iface ifaces[NFSL_MAX_IFACES];
+};
+
+#endif /* NFSL_STRUCTS_H */
