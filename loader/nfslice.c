@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfslice - attach payload slicing to interfaces and inspect it.
+ *
+ * A slicing domain is a named set of interfaces sharing one payload store:
+ * each slices on ingress (XDP, through the libxdp dispatcher) and splices on
+ * egress (tc clsact). Mechanism: NFSlicer §III (slice & splice, token),
+ * PayloadPark §3-5 (split/merge, expiry threshold, counters).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "nfslice.h"
+#include "domain.h"
+
+static const struct nfsl_cmd *const cmds[] = {
+	&nfsl_cmd_attach, &nfsl_cmd_detach, &nfsl_cmd_status, &nfsl_cmd_stats,
+};
+#define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static bool verbose;
+bool nfsl_quiet_libs;
+
+int nfsl_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("nfslice: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+int nfsl_require_root(void)
+{
+	if (geteuid() == 0)
+		return 0;
+	return nfsl_err("must run as root: loading BPF programs and changing "
+			"interfaces needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN; "
+			"run it with sudo");
+}
+
+int nfsl_err_domain(int err, const char *name)
+{
+	if (err == -EINVAL)
+		return nfsl_err("invalid domain name '%s': use 1-63 letters, digits, '_', '-' or '.'",
+				name);
+	if (err == -ENOENT)
+		return nfsl_err("no domain '%s' is attached in this network namespace "
+				"(attach one with: nfslice attach --name %s IFACE...)",
+				name, name);
+	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
+}
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || (level != LIBBPF_WARN && !verbose) ||
+	    (nfsl_quiet_libs && !verbose))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int print_libxdp(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBXDP_DEBUG || (level != LIBXDP_WARN && !verbose) ||
+	    (nfsl_quiet_libs && !verbose))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: nfslice COMMAND [OPTIONS] [ARGS]\n\n"
+		"Payload slicing for shallow network functions: an XDP slicer parks the\n"
+		"payload of large UDP/TCP packets in a BPF map store and sends the header\n"
+		"on, tagged (DSCP 63 + token); a tc egress splicer restores it when the\n"
+		"packet leaves (NFSlicer §III, PayloadPark §3).\n\nCommands:\n");
+	for (size_t i = 0; i < NR_CMDS; i++)
+		fprintf(f, "  %-8s %s\n", cmds[i]->name, cmds[i]->summary);
+	fprintf(f, "\nSee 'nfslice COMMAND --help'. Set NFSLICE_VERBOSE=1 for libbpf/libxdp details.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const struct nfsl_cmd *cmd = NULL;
+	char optbuf[256];
+	int first, err, bpffs_err;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < NR_CMDS; i++)
+		if (!strcmp(argv[1], cmds[i]->name))
+			cmd = cmds[i];
+	if (!cmd) {
+		nfsl_err("unknown command '%s'", argv[1]);
+		usage(stderr);
+		return 2;
+	}
+	verbose = getenv("NFSLICE_VERBOSE") != NULL;
+	/* Pins, ours and libxdp's, must outlive this command: see
+	 * nfsl_bpffs_enter. Commands report a missing bpffs themselves. */
+	bpffs_err = nfsl_bpffs_enter();
+	if (bpffs_err && bpffs_err != -ENOENT)
+		nfsl_err("cannot reach the host's bpffs: %s", strerror(-bpffs_err));
+	libbpf_set_print(print_libbpf);
+	libxdp_set_print(print_libxdp);
+
+	if (cmd->opts_size > sizeof(optbuf))
+		return 1;
+	err = nfsl_cmd_parse(cmd, argc - 1, argv + 1, optbuf, &first);
+	if (err)
+		return err > 0 ? 0 : 2;
+	return cmd->run(optbuf, argc - 1 - first, argv + 1 + first) ? 1 : 0;
+}

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Table-driven option parsing and help for nfslice: see params.h. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "params.h"
+
+#define NFSL_MAX_OPTS 16
+
+static size_t nr_opts(const struct nfsl_cmd *cmd)
+{
+	size_t n = 0;
+
+	while (cmd->opts && cmd->opts[n].name)
+		n++;
+	return n;
+}
+
+static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
+		   void *opts, const char *arg)
+{
+	char *field = (char *)opts + o->off, *end;
+	unsigned long long v;
+
+	switch (o->type) {
+	case NFSL_OPT_STR:
+		*(const char **)field = arg;
+		return 0;
+	case NFSL_OPT_FLAG:
+		*(bool *)field = true;
+		return 0;
+	case NFSL_OPT_U32:
+		errno = 0;
+		v = strtoull(arg, &end, 0);
+		if (errno || end == arg || *end || arg[0] == '-' ||
+		    v < o->min || v > o->max) {
+			fprintf(stderr,
+				"nfslice %s: --%s '%s' is not valid: give a whole number of %s from %u to %u\n",
+				cmd->name, o->name, arg, o->metavar, o->min, o->max);
+			return -EINVAL;
+		}
+		*(__u32 *)field = (__u32)v;
+		return 0;
+	case NFSL_OPT_ENUM:
+		for (int i = 0; o->choices[i]; i++) {
+			if (!strcmp(arg, o->choices[i])) {
+				*(int *)field = i;
+				return 0;
+			}
+		}
+		fprintf(stderr, "nfslice %s: --%s '%s' is not valid: choose one of",
+			cmd->name, o->name, arg);
+		for (int i = 0; o->choices[i]; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", o->choices[i]);
+		fputc('\n', stderr);
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
+		   void *opts, int *first)
+{
+	struct option lopts[NFSL_MAX_OPTS + 2] = {};
+	size_t n = nr_opts(cmd);
+	unsigned int npos;
+	int c, idx;
+
+	memcpy(opts, cmd->defaults, cmd->opts_size);
+	for (size_t i = 0; i < n && i < NFSL_MAX_OPTS; i++) {
+		lopts[i].name = cmd->opts[i].name;
+		lopts[i].has_arg = cmd->opts[i].type == NFSL_OPT_FLAG ? no_argument
+								       : required_argument;
+		lopts[i].val = 256 + (int)i;
+	}
+	lopts[n].name = "help";
+	lopts[n].val = 'h';
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
+		if (c == 'h') {
+			nfsl_cmd_help(cmd, stdout);
+			return 1;
+		}
+		if (c >= 256 && c < 256 + (int)n) {
+			if (set_opt(cmd, &cmd->opts[c - 256], opts, optarg))
+				return -EINVAL;
+			continue;
+		}
+		if (c == ':')
+			fprintf(stderr, "nfslice %s: option %s needs a value\n",
+				cmd->name, argv[optind - 1]);
+		else
+			fprintf(stderr, "nfslice %s: unknown option '%s'\n",
+				cmd->name, argv[optind - 1]);
+		fprintf(stderr, "See 'nfslice %s --help'.\n", cmd->name);
+		return -EINVAL;
+	}
+	/* getopt_long permuted the positional arguments to the end. */
+	*first = optind;
+	npos = argc - optind;
+	if (npos < cmd->min_args || npos > cmd->max_args) {
+		if (npos < cmd->min_args)
+			fprintf(stderr, "nfslice %s: missing %s\n", cmd->name,
+				cmd->args);
+		else
+			fprintf(stderr, "nfslice %s: unexpected argument '%s'\n",
+				cmd->name, argv[optind + cmd->max_args]);
+		fprintf(stderr, "Usage: nfslice %s [OPTIONS]%s%s\n", cmd->name,
+			cmd->args ? " " : "", cmd->args ? cmd->args : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
+{
+	size_t n = nr_opts(cmd);
+
+	fprintf(f, "Usage: nfslice %s [OPTIONS]%s%s\n\n%s\n\n%s\n\nOptions:\n",
+		cmd->name, cmd->args ? " " : "", cmd->args ? cmd->args : "",
+		cmd->summary, cmd->description);
+	for (size_t i = 0; i < n; i++) {
+		const struct nfsl_opt *o = &cmd->opts[i];
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+			 o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
+			 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
+		fprintf(f, "  %-24s %s\n", left, o->help);
+	}
+	fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
+}
