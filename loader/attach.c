@@ -356,12 +356,8 @@ static int run_attach(void *o, int argc, char **argv)
 	err = nfsl_domain_dir(dir, sizeof(dir), opt->name);
 	if (err == -EINVAL)
 		return nfsl_err_domain(err, opt->name);
-	if (err == -ENOENT)
-		return nfsl_err("no bpffs at /sys/fs/bpf of the initial mount namespace; "
-				"mount it there with: mount -t bpf bpf /sys/fs/bpf "
-				"(not inside 'ip netns exec', whose mounts vanish when it exits)");
 	if (err)
-		return nfsl_err("cannot find the domain directory: %s", strerror(-err));
+		return nfsl_err_domain(err, opt->name);
 	if (!access(dir, F_OK))
 		return nfsl_err("domain '%s' is already attached in this network namespace "
 				"(pins in %s); detach it first: nfslice detach --name %s",

@@ -53,6 +53,10 @@ int nfsl_err_domain(int err, const char *name)
 	if (err == -EINVAL)
 		return nfsl_err("invalid domain name '%s': use 1-63 letters, digits, '_', '-' or '.'",
 				name);
+	if (err == -ENOMEDIUM)
+		return nfsl_err("no bpffs at %s; mount it in the host's mount namespace "
+				"with: mount -t bpf bpf %s (not inside 'ip netns exec', "
+				"whose mounts vanish when it exits)", nfsl_bpffs(), nfsl_bpffs());
 	if (err == -ENOENT)
 		return nfsl_err("no domain '%s' is attached in this network namespace "
 				"(attach one with: nfslice attach --name %s IFACE...)",
@@ -116,7 +120,7 @@ int main(int argc, char **argv)
 	/* Pins, ours and libxdp's, must outlive this command: see
 	 * nfsl_bpffs_enter. Commands report a missing bpffs themselves. */
 	bpffs_err = nfsl_bpffs_enter();
-	if (bpffs_err && bpffs_err != -ENOENT)
+	if (bpffs_err && bpffs_err != -ENOENT && bpffs_err != -ENOMEDIUM)
 		nfsl_err("cannot reach the host's bpffs: %s", strerror(-bpffs_err));
 	libbpf_set_print(print_libbpf);
 	libxdp_set_print(print_libxdp);

@@ -52,6 +52,13 @@ static pid_t parent_of(pid_t pid)
 	return ppid;
 }
 
+const char *nfsl_bpffs(void)
+{
+	const char *env = getenv("NFSLICE_BPFFS");
+
+	return env && *env ? env : "/sys/fs/bpf";
+}
+
 int nfsl_bpffs_enter(void)
 {
 	struct stat self, st;
@@ -59,6 +66,8 @@ int nfsl_bpffs_enter(void)
 	pid_t best = 0;
 	int fd, err = 0;
 
+	if (getenv("NFSLICE_BPFFS"))
+		return is_bpffs(nfsl_bpffs()) ? 0 : -ENOENT;
 	if (stat("/proc/self/ns/mnt", &self))
 		return -errno;
 	/* Outermost readable ancestor in another mount namespace whose
@@ -84,7 +93,7 @@ int nfsl_bpffs_enter(void)
 		if (err)
 			return err;
 	}
-	return is_bpffs(NFSL_BPFFS) ? 0 : -ENOENT;
+	return is_bpffs(nfsl_bpffs()) ? 0 : -ENOENT;
 }
 
 static int netns_cookie(__u64 *cookie)
@@ -106,12 +115,12 @@ int nfsl_netns_dir(char *buf, size_t len)
 	__u64 cookie;
 	int err;
 
-	if (!is_bpffs(NFSL_BPFFS))
-		return -ENOENT;
+	if (!is_bpffs(nfsl_bpffs()))
+		return -ENOMEDIUM;
 	err = netns_cookie(&cookie);
 	if (err)
 		return err;
-	if (snprintf(buf, len, NFSL_BPFFS "/nfslice/ns%llu",
+	if (snprintf(buf, len, "%s/nfslice/ns%llu", nfsl_bpffs(),
 		     (unsigned long long)cookie) >= (int)len)
 		return -ENAMETOOLONG;
 	return 0;

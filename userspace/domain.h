@@ -25,23 +25,25 @@ struct nfsl_domain {
 	struct nfsl_config cfg;
 };
 
-#define NFSL_BPFFS "/sys/fs/bpf"
+/* bpffs holding the pins: $NFSLICE_BPFFS if set, else /sys/fs/bpf. */
+const char *nfsl_bpffs(void);
 
 /*
- * nfsl_bpffs_enter - make NFSL_BPFFS the persistent bpffs of the host.
+ * nfsl_bpffs_enter - make nfsl_bpffs() the persistent bpffs of the host.
  * `ip netns exec` runs commands in a fresh mount namespace with its own
  * /sys, where a bpffs mounted by hand vanishes, unpinning libxdp's links
  * and our maps, when the command exits. So when an ancestor process (the
  * shell that ran `ip netns exec`) sits in another mount namespace whose
  * /sys/fs/bpf is a bpffs, move into that mount namespace (setns). The
  * network namespace is unchanged, so domains stay per network namespace.
- * Call before any thread starts. Returns 0, -ENOENT when no bpffs is
- * mounted at /sys/fs/bpf, other -errno.
+ * With $NFSLICE_BPFFS set, no namespace is changed. Call before any thread
+ * starts. Returns 0, -ENOENT when nfsl_bpffs() is no bpffs, other -errno.
  */
 int nfsl_bpffs_enter(void);
 
 /* Directory of domains of this network namespace:
- * <bpffs>/nfslice/ns<netns cookie>. Returns 0 or -errno. */
+ * <bpffs>/nfslice/ns<netns cookie>. Returns 0, -ENOMEDIUM when there is
+ * no bpffs, other -errno. */
 int nfsl_netns_dir(char *buf, size_t len);
 
 /* Pin directory of domain @name in this network namespace. */
