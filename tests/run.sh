@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the whole suite after `make all unit` (what `make test` does):
+#   1. unit: Criterion, slicer/splicer through BPF_PROG_TEST_RUN (build/test_datapath)
+#   2. integration: pytest in network-namespace rigs it builds and removes
+# Exit status is non-zero if either part fails. Needs root.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tests/run.sh: the tests load BPF programs and build network namespaces: run as root" >&2
+	exit 1
+fi
+
+rc=0
+echo "== unit tests (Criterion, BPF_PROG_TEST_RUN)"
+build/test_datapath || rc=1
+
+echo "== integration tests (pytest, netns rigs)"
+# Debian's pytest and scapy live with /usr/bin/python3 (PLATFORM.md).
+/usr/bin/python3 -m pytest -ra -p no:cacheprovider tests/integration || rc=1
+
+exit $rc
