@@ -33,6 +33,15 @@
 
 #define NFSL_INLINE static __always_inline
 
+/* Bounded loops are unrolled for the verifier. gcc does not know clang's
+ * "#pragma unroll" and warns, which -Werror turns into a failed build of
+ * the user-space engine. */
+#ifdef __clang__
+#define NFSL_UNROLL _Pragma("unroll")
+#else
+#define NFSL_UNROLL
+#endif
+
 #ifdef __bpf__
 #define nfsl_memcpy __builtin_memcpy
 #else

@@ -106,7 +106,7 @@ NFSL_INLINE int nfsl_parse_ipv6(void *data, void *data_end, struct nfsl_pkt *p)
 	p->dscp = tc >> 2;
 	p->ecn = tc & 3;
 	p->l3end = off + nfsl_ntohs(ip6->payload_len);
-#pragma unroll
+	NFSL_UNROLL
 	for (int i = 0; i < 2; i++) {
 		__u8 *ext = data + off;
 
@@ -140,7 +140,7 @@ NFSL_INLINE int nfsl_parse(void *data, void *data_end, struct nfsl_pkt *p)
 		return -1;
 	proto = eth->h_proto;
 	p->l3off = sizeof(*eth);
-#pragma unroll
+	NFSL_UNROLL
 	for (int i = 0; i < 2; i++) {
 		struct nfsl_vlan_hdr *vh = data + p->l3off;
 

@@ -64,7 +64,7 @@ NFSL_INLINE bool nfsl_slot_busy(struct nfsl_slot *s, __u32 gen)
  */
 NFSL_INLINE bool nfsl_slot_release(struct nfsl_slot *s, __u32 gen)
 {
-#pragma unroll
+	NFSL_UNROLL
 	for (int i = 0; i < 4; i++) {
 		__u64 old = NFSL_READ_ONCE_U64(s->ctl);
 

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Datapath test harness: one slicing domain per test process (Criterion
+ * forks every test), built like the loader builds one: the splicer reuses
+ * the slicer's store, config, counters and cursor maps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <criterion/criterion.h>
+
+#include "slicer.skel.h"
+#include "splicer.skel.h"
+#include "harness.h"
+#include "pkt.h"
+#include "ref.h"
+
+struct harness H;
+const __u64 h_key[2] = { 0x8a3f1c5e9b2d4f60ULL, 0x17e4b2a9c6d85f31ULL };
+
+static struct slicer_bpf *h_sl;
+static struct splicer_bpf *h_sp;
+
+static int h_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl != LIBBPF_WARN)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void h_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0,
+		     "cannot pin to CPU %d: %s", cpu, strerror(errno));
+	H.cpu = cpu;
+}
+
+/* Stay on the first CPU we may use: the slicer allocates from that CPU's
+ * partition and counts in that CPU's counters. */
+static void h_pin_first(void)
+{
+	cpu_set_t set;
+
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	H.nallowed = 0;
+	for (int cpu = 0; cpu < H.ncpus; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			H.allowed[H.nallowed++] = cpu;
+	cr_assert_gt(H.nallowed, 0);
+	h_pin(H.allowed[0]);
+}
+
+void h_setup(void)
+{
+	int err;
+
+	H.ncpus = libbpf_num_possible_cpus();
+	cr_assert(H.ncpus > 0 && H.ncpus <= NFSL_MAX_CPUS);
+	h_pin_first();
+	cr_assert_eq(H_STORE_SLOTS % H.ncpus, 0, "store does not split in %d",
+		     H.ncpus);
+	libbpf_set_print(h_print);
+
+	h_sl = slicer_bpf__open();
+	cr_assert_not_null(h_sl, "cannot open the slicer object");
+	bpf_map__set_max_entries(h_sl->maps.nfsl_store, H_STORE_SLOTS);
+	err = slicer_bpf__load(h_sl);
+	cr_assert_eq(err, 0, "slicer does not load: %s", strerror(-err));
+
+	h_sp = splicer_bpf__open();
+	cr_assert_not_null(h_sp, "cannot open the splicer object");
+	bpf_map__set_max_entries(h_sp->maps.nfsl_store, H_STORE_SLOTS);
+	err = bpf_map__reuse_fd(h_sp->maps.nfsl_store,
+				bpf_map__fd(h_sl->maps.nfsl_store)) ||
+	      bpf_map__reuse_fd(h_sp->maps.nfsl_config,
+				bpf_map__fd(h_sl->maps.nfsl_config)) ||
+	      bpf_map__reuse_fd(h_sp->maps.nfsl_counters,
+				bpf_map__fd(h_sl->maps.nfsl_counters)) ||
+	      bpf_map__reuse_fd(h_sp->maps.nfsl_cursor,
+				bpf_map__fd(h_sl->maps.nfsl_cursor));
+	cr_assert_eq(err, 0, "cannot share the maps");
+	err = splicer_bpf__load(h_sp);
+	cr_assert_eq(err, 0, "splicer does not load: %s", strerror(-err));
+
+	H.slicer = bpf_program__fd(h_sl->progs.nfsl_slicer);
+	H.splicer = bpf_program__fd(h_sp->progs.nfsl_splicer);
+	H.store = bpf_map__fd(h_sl->maps.nfsl_store);
+	H.config = bpf_map__fd(h_sl->maps.nfsl_config);
+	H.counters = bpf_map__fd(h_sl->maps.nfsl_counters);
+	H.cursor = bpf_map__fd(h_sl->maps.nfsl_cursor);
+	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
+}
+
+void h_teardown(void)
+{
+	splicer_bpf__destroy(h_sp);
+	slicer_bpf__destroy(h_sl);
+	h_sp = NULL;
+	h_sl = NULL;
+}
+
+void h_configure(uint32_t threshold, uint32_t keep, uint32_t part_slots,
+		 uint32_t expiry)
+{
+	struct nfsl_config *c = &H.cfg;
+
+	cr_assert_leq(part_slots * H.ncpus, H_STORE_SLOTS);
+	memset(c, 0, sizeof(*c));
+	c->threshold = threshold;
+	c->keep = keep;
+	c->part_slots = part_slots;
+	c->ncpus = H.ncpus;
+	c->slots = part_slots * H.ncpus;
+	c->expiry = expiry;
+	c->max_l3 = 1500;
+	c->key[0] = h_key[0];
+	c->key[1] = h_key[1];
+	h_write_config();
+	h_reset();
+}
+
+void h_write_config(void)
+{
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_update_elem(H.config, &zero, &H.cfg, BPF_ANY), 0);
+}
+
+void h_reset(void)
+{
+	static struct nfsl_slot empty;
+	struct nfsl_counters cnt[NFSL_MAX_CPUS];
+	__u64 cur[NFSL_MAX_CPUS];
+	__u32 i, zero = 0;
+
+	for (i = 0; i < H_STORE_SLOTS; i++)
+		cr_assert_eq(bpf_map_update_elem(H.store, &i, &empty, BPF_ANY), 0);
+	/* Per-CPU values: one 8-byte aligned value per possible CPU. */
+	memset(cnt, 0, sizeof(cnt));
+	memset(cur, 0, sizeof(cur));
+	cr_assert_eq(bpf_map_update_elem(H.counters, &zero, cnt, BPF_ANY), 0);
+	cr_assert_eq(bpf_map_update_elem(H.cursor, &zero, cur, BPF_ANY), 0);
+}
+
+uint32_t h_part_base(void)
+{
+	return H.cpu * H.cfg.part_slots;
+}
+
+int h_slice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
+		    .data_out = out, .data_size_out = PKT_MAX);
+	int err = bpf_prog_test_run_opts(H.slicer, &o);
+
+	cr_assert_eq(err, 0, "slicer test run failed: %s", strerror(-err));
+	*out_len = o.data_size_out;
+	return o.retval;
+}
+
+int h_splice_run(const uint8_t *in, uint32_t len, uint8_t *out,
+		 uint32_t *out_len, int *verdict)
+{
+	struct __sk_buff skb = { .ifindex = H.ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
+		    .data_out = out, .data_size_out = PKT_MAX);
+	int err;
+
+	if (H.ifindex) { /* the skb's device: MTU of bpf_check_mtu() */
+		o.ctx_in = &skb;
+		o.ctx_size_in = sizeof(skb);
+	}
+	err = bpf_prog_test_run_opts(H.splicer, &o);
+	*out_len = o.data_size_out;
+	*verdict = o.retval;
+	return err;
+}
+
+int h_splice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
+{
+	int err, v;
+
+	err = h_splice_run(in, len, out, out_len, &v);
+	cr_assert_eq(err, 0, "splicer test run failed: %s", strerror(-err));
+	return v;
+}
+
+void h_counters(struct nfsl_counters *c)
+{
+	struct nfsl_counters per[NFSL_MAX_CPUS];
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_lookup_elem(H.counters, &zero, per), 0);
+	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < H.ncpus; i++) {
+#define H_X_SUM(name) c->name += per[i].name;
+		NFSL_COUNTERS(H_X_SUM)
+#undef H_X_SUM
+	}
+}
+
+bool h_expect_counters(const struct nfsl_counters *want, const char *what)
+{
+	struct nfsl_counters got;
+	bool ok = true;
+
+	h_counters(&got);
+#define H_X_CMP(name)                                                          \
+	if (got.name != want->name) {                                          \
+		cr_expect_fail("%s: counter " #name " is %llu, want %llu",     \
+			       what, (unsigned long long)got.name,             \
+			       (unsigned long long)want->name);                \
+		ok = false;                                                    \
+	}
+	NFSL_COUNTERS(H_X_CMP)
+#undef H_X_CMP
+	return ok;
+}
+
+void h_slot_read(uint32_t idx, struct nfsl_slot *s)
+{
+	cr_assert_eq(bpf_map_lookup_elem(H.store, &idx, s), 0,
+		     "cannot read slot %u", idx);
+}
+
+void h_slot_set_ctl(uint32_t idx, uint64_t ctl)
+{
+	struct nfsl_slot s;
+
+	h_slot_read(idx, &s);
+	s.ctl = ctl;
+	cr_assert_eq(bpf_map_update_elem(H.store, &idx, &s, BPF_ANY), 0);
+}
+
+void h_token(uint32_t slot, uint32_t gen, uint8_t tok[16])
+{
+	uint8_t key[16], msg[8];
+
+	for (int i = 0; i < 8; i++) {
+		key[i] = (uint8_t)(h_key[0] >> (8 * i));
+		key[8 + i] = (uint8_t)(h_key[1] >> (8 * i));
+		msg[i] = (uint8_t)((i < 4 ? slot : gen) >> (8 * (i & 3)));
+		tok[i] = (uint8_t)((i < 4 ? slot : gen) >> (8 * (3 - (i & 3))));
+	}
+	ref_siphash24(key, msg, sizeof(msg), tok + 8);
+}
