@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rig.sh — the 3-namespace test rig: client - DUT - server over veth.
+#
+#   scripts/rig.sh up   [PREFIX]   build the rig (rebuilds it if it exists)
+#   scripts/rig.sh down [PREFIX]   remove it; idempotent, silent if absent
+#   scripts/rig.sh env  [PREFIX]   print VAR=value lines for `eval "$(scripts/rig.sh env P)"`
+#
+# PREFIX defaults to "nfsl"; the namespaces are ${PREFIX}-cli, ${PREFIX}-dut,
+# ${PREFIX}-srv. Everything lives inside those namespaces (the veths are
+# created directly in them and never appear in the root namespace), so
+# several rigs with different prefixes run side by side with the same
+# addresses, and nothing outside the rig is touched.
+#
+#   ns ${PREFIX}-cli           ns ${PREFIX}-dut (router + NFs)           ns ${PREFIX}-srv
+#   cli0 10.211.1.2/24  <--->  dut0 10.211.1.1   dut1 10.211.2.1  <--->  srv0 10.211.2.2/24
+#        fd00:211:1::2/64           fd00:211:1::1     fd00:211:2::1           fd00:211:2::2/64
+#
+# The DUT runs real kernel NFs: IP forwarding, an nftables ACL (table inet
+# nfsl_fw, with the named counter nf_in that every forwarded packet hits) and
+# conntrack masquerade NAT out of dut1. The server has no route back to the
+# client subnet, so client<->server traffic only works through the NAT.
+# See docs/rig.md.
+set -euo pipefail
+
+readonly PROG=${0##*/}
+
+# Addresses and names. Identical in every rig: each rig is its own set of
+# namespaces, so they never meet.
+readonly CLI_IF=cli0 DUT_IN=dut0 DUT_OUT=dut1 SRV_IF=srv0
+readonly CLI_IP4=10.211.1.2 DUT_IN_IP4=10.211.1.1
+readonly DUT_OUT_IP4=10.211.2.1 SRV_IP4=10.211.2.2
+readonly CLI_IP6=fd00:211:1::2 DUT_IN_IP6=fd00:211:1::1
+readonly DUT_OUT_IP6=fd00:211:2::1 SRV_IP6=fd00:211:2::2
+readonly NET4_LEN=24 NET6_LEN=64
+# The SRV_ ones are only printed by cmd_env.
+# shellcheck disable=SC2034
+readonly CLI_NET4=10.211.1.0/24 SRV_NET4=10.211.2.0/24 \
+	CLI_NET6=fd00:211:1::/64 SRV_NET6=fd00:211:2::/64
+# Kept at 1500 on purpose: a non-frags XDP program (the slicer) will not
+# attach to a veth whose peer MTU is above ~3500 (PLATFORM.md), and the
+# splicer must never grow a packet past what the egress veth accepts.
+readonly MTU=1500
+
+usage() {
+	[ $# -gt 0 ] && echo "$PROG: $*" >&2
+	cat >&2 <<EOF
+usage: $PROG up   [PREFIX]   build the client - DUT - server rig
+       $PROG down [PREFIX]   remove it (idempotent)
+       $PROG env  [PREFIX]   print its shell variables
+PREFIX: letters, digits, '-' or '_', at most 20 characters (default: nfsl)
+EOF
+	exit 2
+}
+
+die() {
+	echo "$PROG: $*" >&2
+	exit 1
+}
+
+# A prefix becomes part of namespace names (and of /run/netns paths), so keep
+# it to a safe alphabet and short enough for the suffixes.
+check_prefix() {
+	local p=$1
+	[[ $p =~ ^[A-Za-z0-9][A-Za-z0-9_-]{0,19}$ ]] ||
+		usage "bad PREFIX '$p' (letters, digits, '-', '_'; 1-20 characters)"
+}
+
+set_names() {
+	PREFIX=$1
+	CLI_NS=$PREFIX-cli
+	DUT_NS=$PREFIX-dut
+	SRV_NS=$PREFIX-srv
+}
+
+ns_exists() {
+	[ -e "/run/netns/$1" ]
+}
+
+need_tools() {
+	local t missing=()
+	for t in ip nft ethtool sysctl; do
+		command -v "$t" >/dev/null || missing+=("$t")
+	done
+	[ ${#missing[@]} -eq 0 ] ||
+		die "missing ${missing[*]} (run scripts/install-deps.sh)"
+	[ "$(id -u)" -eq 0 ] || die "must run as root (creates network namespaces)"
+}
+
+cmd_down() {
+	local ns
+	# Deleting a namespace destroys its veths (and the peer ends), the
+	# nftables tables, conntrack entries and any XDP/tc programs attached
+	# to its interfaces. Processes still running inside keep the namespace
+	# alive; whoever started them must end them (demo.sh does, by PID).
+	for ns in "$CLI_NS" "$DUT_NS" "$SRV_NS"; do
+		if ns_exists "$ns"; then
+			ip netns delete "$ns" 2>/dev/null ||
+				echo "$PROG: could not delete namespace $ns" >&2
+		fi
+	done
+}
+
+# Offloads of every rig veth (called inside its namespace):
+# - tx off: a local socket's packets otherwise carry CHECKSUM_PARTIAL (L4
+#   checksum not yet computed). The slicer derives the payload's checksum
+#   sum from the received L4 checksum, so packets must carry full checksums
+#   as they do when they arrive from a wire (PLATFORM.md).
+# - tso/gso off on the senders: each TCP segment then crosses the DUT as its
+#   own MTU-sized packet, as on a wire, instead of a 64 KB GSO super-packet
+#   that the slicer (a non-frags XDP program) cannot see as one frame and
+#   that no real NF port would receive.
+# - gro off on the receivers: with an XDP program on a veth the kernel runs
+#   the veth's NAPI path, and GRO there could merge forwarded segments back
+#   into super-packets before the NF / tc egress splicer. GRO is not needed
+#   for XDP_PASS (only for XDP_REDIRECT into a veth whose peer has no XDP
+#   program, which the rig does not use).
+set_offloads() {
+	local ns=$1 dev=$2
+	ip netns exec "$ns" ethtool -K "$dev" tx off tso off gso off gro off \
+		>/dev/null 2>&1 ||
+		die "ethtool -K $dev in $ns failed"
+}
+
+# addr NS DEV IP4 IP6: bring DEV up with its addresses. nodad: the IPv6
+# address is usable at once instead of after ~1-2 s of duplicate address
+# detection (nothing else can be on a rig's point-to-point link; cmd_up
+# also turns DAD off for the link-local addresses).
+addr() {
+	local ns=$1 dev=$2 ip4=$3 ip6=$4
+	ip -n "$ns" link set dev "$dev" mtu "$MTU"
+	ip -n "$ns" addr add "$ip4/$NET4_LEN" dev "$dev"
+	ip -n "$ns" -6 addr add "$ip6/$NET6_LEN" dev "$dev" nodad
+	ip -n "$ns" link set dev "$dev" up
+}
+
+make_links() {
+	# Create each veth pair inside its namespaces, so no rig interface ever
+	# exists in (or can clash with) the root namespace.
+	ip -n "$CLI_NS" link add "$CLI_IF" mtu "$MTU" type veth \
+		peer name "$DUT_IN" netns "$DUT_NS" mtu "$MTU"
+	ip -n "$DUT_NS" link add "$DUT_OUT" mtu "$MTU" type veth \
+		peer name "$SRV_IF" netns "$SRV_NS" mtu "$MTU"
+
+	addr "$CLI_NS" "$CLI_IF" "$CLI_IP4" "$CLI_IP6"
+	addr "$DUT_NS" "$DUT_IN" "$DUT_IN_IP4" "$DUT_IN_IP6"
+	addr "$DUT_NS" "$DUT_OUT" "$DUT_OUT_IP4" "$DUT_OUT_IP6"
+	addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
+
+	set_offloads "$CLI_NS" "$CLI_IF"
+	set_offloads "$DUT_NS" "$DUT_IN"
+	set_offloads "$DUT_NS" "$DUT_OUT"
+	set_offloads "$SRV_NS" "$SRV_IF"
+}
+
+make_routes() {
+	# The client reaches everything through the DUT. The server gets only
+	# its connected subnet: no route to 10.211.1.0/24, so replies reach
+	# the client only because the DUT masquerades client traffic as
+	# 10.211.2.1 / fd00:211:2::1.
+	ip -n "$CLI_NS" route add default via "$DUT_IN_IP4" dev "$CLI_IF"
+	ip -n "$CLI_NS" -6 route add default via "$DUT_IN_IP6" dev "$CLI_IF"
+}
+
+# The DUT's NFs: an ACL firewall (filter, forward hook) and masquerade NAT.
+# The named counter nf_in is the first rule of the forward chain, so it
+# counts every packet (and byte) that reaches the NF, accepted or not: the
+# "bytes that crossed the DUT's NF" measurement of the demo and benchmarks.
+load_nft() {
+	ip netns exec "$DUT_NS" nft -f - <<EOF
+table inet nfsl_fw {
+	counter nf_in {
+	}
+
+	chain forward {
+		type filter hook forward priority filter; policy drop;
+		counter name "nf_in"
+		ct state established,related accept
+		ct state invalid drop
+		# A real ACL deny: telnet is never forwarded.
+		tcp dport 23 counter drop
+		iifname "$DUT_IN" oifname "$DUT_OUT" tcp dport { 5201, 8080 } accept
+		iifname "$DUT_IN" oifname "$DUT_OUT" udp dport 5201 accept
+		iifname "$DUT_IN" oifname "$DUT_OUT" icmp type echo-request accept
+		iifname "$DUT_IN" oifname "$DUT_OUT" icmpv6 type echo-request accept
+	}
+}
+
+table ip nfsl_nat {
+	chain postrouting {
+		type nat hook postrouting priority srcnat; policy accept;
+		ip saddr $CLI_NET4 oifname "$DUT_OUT" masquerade
+	}
+}
+
+table ip6 nfsl_nat6 {
+	chain postrouting {
+		type nat hook postrouting priority srcnat; policy accept;
+		ip6 saddr $CLI_NET6 oifname "$DUT_OUT" masquerade
+	}
+}
+EOF
+}
+
+# Router sysctls. Set after load_nft: the per-namespace nf_conntrack
+# sysctls exist once conntrack is in use in the namespace.
+set_sysctls() {
+	ip netns exec "$DUT_NS" sysctl -qw net.ipv4.ip_forward=1
+	ip netns exec "$DUT_NS" sysctl -qw net.ipv6.conf.all.forwarding=1
+	# Liberal TCP window tracking. A sliced TCP segment carries fewer bytes
+	# than its sequence space says (the payload is parked in the store), so
+	# conntrack sees the receiver later ACK data it never saw pass; strict
+	# window tracking marks those ACKs INVALID, the ACL drops them
+	# ("ct state invalid drop") and NAT would not translate them anyway.
+	# be_liberal keeps state tracking but stops the in-window checks.
+	ip netns exec "$DUT_NS" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1
+}
+
+up_failed() {
+	local rc=$?
+	[ "$rc" -ne 0 ] || return 0
+	echo "$PROG: up failed, removing rig $PREFIX" >&2
+	cmd_down
+}
+
+# link_ready NS DEV: DEV is operationally up and IPv6 has configured it.
+link_ready() {
+	local ns=$1 dev=$2
+	ip -n "$ns" -o link show dev "$dev" | grep -q 'state UP' &&
+		ip -n "$ns" -6 route show table local type multicast dev "$dev" |
+		grep -q .
+}
+
+# wait_links: wait (at most 3 s) until every rig veth is ready for IPv6.
+# The kernel sets a new link's operstate from its "linkwatch" work, which is
+# rate-limited system-wide to about once a second, and IPv6 configures an
+# interface (e.g. the ff00::/8 route that neighbour solicitations need) only
+# then. Without this step the first IPv6 packet after `up` lost its
+# neighbour solicitation (dropped IP_INNOROUTES on the DUT) and waited ~1 s
+# for the retry, 5 times out of 5; IPv4 does not depend on it. Measured: with
+# these queries the links were always ready at the first check (querying
+# them seems to get the pending state applied at once); the loop is the
+# safety net.
+wait_links() {
+	local _ p ready
+	for _ in $(seq 150); do
+		ready=1
+		for p in "$CLI_NS $CLI_IF" "$DUT_NS $DUT_IN" "$DUT_NS $DUT_OUT" \
+			"$SRV_NS $SRV_IF"; do
+			# shellcheck disable=SC2086 # "NS DEV" splits into two
+			link_ready $p || {
+				ready=0
+				break
+			}
+		done
+		[ "$ready" -eq 0 ] || return 0
+		sleep 0.02
+	done
+	echo "$PROG: warning: links of rig $PREFIX not ready for IPv6 after 3 s" >&2
+}
+
+cmd_up() {
+	need_tools
+	if ns_exists "$CLI_NS" || ns_exists "$DUT_NS" || ns_exists "$SRV_NS"; then
+		echo "$PROG: rig '$PREFIX' exists; rebuilding it" >&2
+		cmd_down
+	fi
+
+	# A half-built rig is worse than none: undo everything on any failure
+	# or interruption until the rig is complete.
+	trap 'cmd_down; exit 1' INT TERM
+	trap up_failed EXIT
+
+	local ns
+	for ns in "$CLI_NS" "$DUT_NS" "$SRV_NS"; do
+		ip netns add "$ns"
+		ip -n "$ns" link set dev lo up
+		# No duplicate address detection on the rig's point-to-point
+		# links: interfaces created from now on inherit "default", and
+		# their link-local addresses are usable at once. With DAD the
+		# link-locals stay tentative for ~1 s and neighbour discovery
+		# (hence the first IPv6 packets) waits for them.
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.accept_dad=0
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0
+	done
+	make_links
+	make_routes
+	load_nft
+	set_sysctls
+	wait_links
+
+	trap - EXIT INT TERM
+}
+
+cmd_env() {
+	local v
+	for v in PREFIX CLI_NS DUT_NS SRV_NS CLI_IF DUT_IN DUT_OUT SRV_IF \
+		CLI_IP4 DUT_IN_IP4 DUT_OUT_IP4 SRV_IP4 \
+		CLI_IP6 DUT_IN_IP6 DUT_OUT_IP6 SRV_IP6 \
+		NET4_LEN NET6_LEN CLI_NET4 SRV_NET4 CLI_NET6 SRV_NET6 MTU \
+		NFT_FAMILY NFT_TABLE NFT_COUNTER; do
+		printf '%s=%q\n' "$v" "${!v}"
+	done
+}
+
+# Names of the NF objects, for scripts reading the counter:
+#   nft -j list counter "$NFT_FAMILY" "$NFT_TABLE" "$NFT_COUNTER"
+# shellcheck disable=SC2034 # printed by cmd_env
+readonly NFT_FAMILY=inet NFT_TABLE=nfsl_fw NFT_COUNTER=nf_in
+
+main() {
+	[ $# -ge 1 ] || usage "missing command"
+	[ $# -le 2 ] || usage "too many arguments"
+	local cmd=$1 prefix=${2:-nfsl}
+	case $cmd in
+	up | down | env) ;;
+	-h | --help | help) usage ;;
+	*) usage "unknown command '$cmd'" ;;
+	esac
+	check_prefix "$prefix"
+	set_names "$prefix"
+	case $cmd in
+	up) cmd_up ;;
+	down) cmd_down ;;
+	env) cmd_env ;;
+	esac
+}
+
+main "$@"
