@@ -327,7 +327,7 @@ static int check_ifaces(int argc, char **argv, int *ifindex, __u32 *min_mtu)
 					"(list them with: ip link)", argv[i]);
 		for (int j = 0; j < i; j++)
 			if (ifindex[j] == ifindex[i])
-				return nfsl_err("interface '%s' is given twice", argv[i]);
+				return nfsl_err("interface '%s' is given twice; list each interface once", argv[i]);
 		if (nfsl_slicer_attached(ifindex[i], &prog_id))
 			return nfsl_err("interface '%s' already belongs to a slicing domain "
 					"(see nfslice status); detach that domain first",

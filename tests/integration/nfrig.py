@@ -1,0 +1,357 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The netns rig and the nfslice CLI, as the integration tests drive them.
+
+A Rig wraps one client - DUT - server rig built by scripts/rig.sh with its
+own PREFIX, so test modules never share namespaces with each other, with the
+demo or with anybody else's rig. Everything a Rig starts or creates
+(processes, slicing domains, the namespaces themselves) is recorded and
+removed by Rig.destroy(), which the fixtures call from their finalizers, so a
+failing test leaves nothing behind.
+"""
+import atexit
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
+NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
+RIG_SH = ROOT / "scripts" / "rig.sh"
+# Debian's pytest and scapy live with this interpreter (PLATFORM.md).
+PY = "/usr/bin/python3"
+BPFFS = Path("/sys/fs/bpf")
+
+# Fixed MAC addresses for the rig's veths (locally administered, unicast).
+# rig.sh leaves the kernel's random ones; the equivalence tests compare whole
+# frames captured in two different rigs, so the Ethernet headers must not
+# depend on which rig carried them.
+MACS = {
+    "cli0": "02:11:01:00:00:02",
+    "dut0": "02:11:01:00:00:01",
+    "dut1": "02:11:02:00:00:01",
+    "srv0": "02:11:02:00:00:02",
+}
+
+# The counters `nfslice stats --json` reports, in struct order
+# (include/nfsl_structs.h NFSL_COUNTERS).
+COUNTERS = (
+    "sliced", "spliced", "skipped_small", "skipped_full", "skipped_big",
+    "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
+    "parked_bytes",
+)
+
+# setpriv arguments that drop to nobody with no groups and no capabilities
+# (setpriv clears the capability sets when the uid leaves 0).
+AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+
+
+def run(args, timeout=30, env=None, input=None):
+    """Run ARGS (no shell) with a hard timeout; return the CompletedProcess.
+
+    ENV entries are added to (not substituted for) the current environment.
+    Output is captured as text, never checked here: callers assert on it.
+    """
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([str(a) for a in args], capture_output=True,
+                          text=True, timeout=timeout, env=full_env,
+                          input=input)
+
+
+def describe(cp):
+    """One readable block of a CompletedProcess for assertion messages."""
+    return (f"$ {' '.join(map(str, cp.args))}\n-> exit {cp.returncode}\n"
+            f"stdout: {cp.stdout.strip()}\nstderr: {cp.stderr.strip()}")
+
+
+def must(cp):
+    """Assert CP exited 0 and return its stdout."""
+    assert cp.returncode == 0, describe(cp)
+    return cp.stdout
+
+
+def poll(cond, timeout, what, interval=0.02):
+    """Call COND until it returns something truthy, at most TIMEOUT seconds.
+
+    Returns that value; raises AssertionError naming WHAT on timeout. This is
+    how the tests wait for servers and captures: a bounded wait for an
+    observable state, never a fixed sleep.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Rig:
+    """One client - DUT - server rig (scripts/rig.sh) and what runs in it.
+
+    Namespaces are addressed by role: "cli", "dut", "srv". self.env holds the
+    names and addresses `rig.sh env PREFIX` prints (CLI_IP4, SRV_IP6, ...).
+    """
+
+    ROLES = ("cli", "dut", "srv")
+
+    def __init__(self, prefix):
+        """Describe the rig PREFIX (does not build it: see up())."""
+        self.prefix = prefix
+        out = must(run([RIG_SH, "env", prefix]))
+        self.env = {}
+        for line in out.splitlines():
+            k, _, v = line.partition("=")
+            # rig.sh quotes values with printf %q (inet\ nfsl_fw).
+            words = shlex.split(v)
+            self.env[k] = words[0] if words else ""
+        self.ns = {r: self.env[f"{r.upper()}_NS"] for r in self.ROLES}
+        self.procs = []
+        self.cookies = {}
+        self.built = False
+
+    # ------------------------------------------------------------ life --
+    def up(self):
+        """Build the rig, pin the veth MACs and learn the netns cookies."""
+        # Mark it built first: a half-built rig must be removed as well.
+        self.built = True
+        # The fixtures' finalizers destroy the rig; this is the net under
+        # them should pytest itself be torn down (destroy is idempotent).
+        atexit.register(self.destroy)
+        must(run([RIG_SH, "up", self.prefix], timeout=60))
+        for role, dev in (("cli", "cli0"), ("dut", "dut0"), ("dut", "dut1"),
+                          ("srv", "srv0")):
+            must(run(["ip", "-n", self.ns[role], "link", "set", "dev", dev,
+                      "address", MACS[dev]]))
+        for role in self.ROLES:
+            self.cookies[role] = self.netns_cookie(role)
+        return self
+
+    def destroy(self):
+        """Remove everything this rig holds, even after a failed test.
+
+        Order matters: processes first (they keep namespaces alive), then
+        every slicing domain of the rig's namespaces (their pins live in the
+        host's bpffs and would outlive the namespaces), then the rig.
+        """
+        for p in list(self.procs):
+            self.stop(p)
+        errors = self.detach_all()
+        if self.built:
+            cp = run([RIG_SH, "down", self.prefix], timeout=60)
+            if cp.returncode != 0:
+                errors.append(describe(cp))
+            self.built = False
+        return errors
+
+    def detach_all(self):
+        """Detach every slicing domain of the rig's namespaces.
+
+        Found through the pin directories of the namespaces' cookies, so
+        this also catches domains a test attached by hand. Pins a detach
+        fails to remove are removed here: only this rig's namespaces have
+        these cookies. Returns the failed detaches, described.
+        """
+        errors = []
+        for role, cookie in self.cookies.items():
+            nsdir = BPFFS / "nfslice" / f"ns{cookie}"
+            if not nsdir.is_dir():
+                continue
+            for d in sorted(nsdir.iterdir()):
+                cp = self.nfslice("detach", "--name", d.name, where=role)
+                if cp.returncode != 0:
+                    errors.append(describe(cp))
+                if d.exists():
+                    shutil.rmtree(d, ignore_errors=True)
+            try:
+                nsdir.rmdir()
+            except OSError:
+                pass
+        return errors
+
+    # ------------------------------------------------------- processes --
+    def exec(self, where, *args, timeout=30, env=None, input=None):
+        """Run ARGS in namespace WHERE (ip netns exec); CompletedProcess."""
+        return run(["ip", "netns", "exec", self.ns[where], *args],
+                   timeout=timeout, env=env, input=input)
+
+    def check(self, where, *args, timeout=30, env=None):
+        """Run ARGS in WHERE, assert exit 0, return stdout."""
+        return must(self.exec(where, *args, timeout=timeout, env=env))
+
+    def spawn(self, where, *args, stdout=subprocess.DEVNULL,
+              stderr=subprocess.DEVNULL):
+        """Start ARGS in WHERE in the background; tracked for destroy().
+
+        `ip netns exec` execs the command, so the Popen's pid is the
+        command's own: stop() ends exactly the process we started.
+        """
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns[where],
+                              *map(str, args)], stdout=stdout, stderr=stderr,
+                             stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p, timeout=5):
+        """End a process started by spawn(): SIGTERM, then SIGKILL."""
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=timeout)
+        if p in self.procs:
+            self.procs.remove(p)
+        return p.returncode
+
+    def wait_listen(self, where, port, proto="tcp", timeout=10):
+        """Wait (bounded) until something listens on PORT in WHERE."""
+        flag = "-Htln" if proto == "tcp" else "-Huln"
+        poll(lambda: self.exec(where, "ss", flag, f"sport = :{port}").stdout
+             .strip(), timeout, f"a {proto} listener on port {port} in "
+             f"{self.ns[where]}")
+
+    # ---------------------------------------------------------- links --
+    def link(self, where, dev):
+        """`ip -j link show dev DEV` in WHERE, as a dict."""
+        return json.loads(must(run(["ip", "-j", "-n", self.ns[where], "link",
+                                    "show", "dev", dev])))[0]
+
+    def xdp(self, where, dev):
+        """The XDP attachment of DEV as ip reports it, or None."""
+        return self.link(where, dev).get("xdp")
+
+    def qdisc_kinds(self, where, dev):
+        """Kinds of DEV's qdiscs (e.g. ["noqueue", "clsact"])."""
+        out = must(run(["tc", "-j", "-n", self.ns[where], "qdisc", "show",
+                        "dev", dev]))
+        return [q["kind"] for q in json.loads(out or "[]")]
+
+    def egress_filters(self, where, dev):
+        """tc filters on DEV's egress hook (empty without clsact)."""
+        cp = run(["tc", "-j", "-n", self.ns[where], "filter", "show", "dev",
+                  dev, "egress"])
+        if cp.returncode != 0:
+            # No clsact qdisc: there is no egress hook to list.
+            return []
+        return json.loads(cp.stdout or "[]")
+
+    def netns_cookie(self, where):
+        """SO_NETNS_COOKIE of namespace WHERE: names its nfslice pin dir."""
+        out = self.check(where, PY, "-c",
+                         "import socket, struct; "
+                         "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                         "print(struct.unpack('Q', s.getsockopt("
+                         "socket.SOL_SOCKET, 71, 8))[0])")
+        return int(out)
+
+    def pin_dir(self, name, where="dut"):
+        """Where domain NAME of namespace WHERE keeps its pins."""
+        return BPFFS / "nfslice" / f"ns{self.cookies[where]}" / name
+
+    # --------------------------------------------------------- nfslice --
+    def nfslice(self, *args, where="dut", via="netns", env=None,
+                nobody=False, timeout=60):
+        """Run build/nfslice ARGS in namespace WHERE; CompletedProcess.
+
+        VIA "netns" uses `ip netns exec` (a new mount namespace: nfslice
+        must find the host's bpffs itself), "nsenter" only switches the
+        network namespace. NOBODY drops to uid/gid 65534 first.
+        """
+        cmd = [*(AS_NOBODY if nobody else ()), NFSLICE, *args]
+        if via == "netns":
+            full = ["ip", "netns", "exec", self.ns[where], *cmd]
+        elif via == "nsenter":
+            full = ["nsenter", f"--net=/var/run/netns/{self.ns[where]}", *cmd]
+        else:
+            raise ValueError(via)
+        return run(full, timeout=timeout, env=env)
+
+    def nfslice_json(self, *args, where="dut", via="netns"):
+        """Run an nfslice command with --json; assert exit 0; parse it."""
+        return json.loads(must(self.nfslice(*args, "--json", where=where,
+                                            via=via)))
+
+    def attach(self, *ifaces, name="default", opts=(), where="dut"):
+        """Attach domain NAME to IFACES in WHERE; assert success.
+
+        destroy() detaches it again whatever happens to the test.
+        """
+        must(self.nfslice("attach", "--name", name, *opts, *ifaces,
+                          where=where))
+        return self.status(name, where)
+
+    def detach(self, name="default", where="dut"):
+        """Detach domain NAME in WHERE; assert success."""
+        return must(self.nfslice("detach", "--name", name, where=where))
+
+    def status(self, name="default", where="dut"):
+        """`nfslice status --json` of domain NAME."""
+        return self.nfslice_json("status", "--name", name, where=where)
+
+    def stats(self, name="default", where="dut"):
+        """`nfslice stats --json` of domain NAME."""
+        return self.nfslice_json("stats", "--name", name, where=where)
+
+    # ------------------------------------------------------ rig extras --
+    def nft_counter_ref(self):
+        """(family, table, name) of the DUT's counter nf_in, per rig.sh env.
+
+        rig.sh printed it as NFT_FW_TABLE="inet nfsl_fw" at first and as
+        NFT_FAMILY + NFT_TABLE later; accept both.
+        """
+        if "NFT_TABLE" in self.env:
+            fam, table = self.env["NFT_FAMILY"], self.env["NFT_TABLE"]
+        else:
+            fam, table = self.env["NFT_FW_TABLE"].split()
+        return fam, table, self.env["NFT_COUNTER"]
+
+    def nf_in(self):
+        """(packets, bytes) of the DUT's nftables counter nf_in."""
+        out = self.check("dut", "nft", "-j", "list", "counter",
+                         *self.nft_counter_ref())
+        for obj in json.loads(out)["nftables"]:
+            if "counter" in obj:
+                return obj["counter"]["packets"], obj["counter"]["bytes"]
+        raise AssertionError(f"no counter in {out}")
+
+    def nf_in_reset(self):
+        """Zero the nf_in counter."""
+        self.check("dut", "nft", "reset", "counter", *self.nft_counter_ref())
+
+    def silence_endpoints(self):
+        """Make client and server ignore TCP/UDP they receive.
+
+        The packet tests send crafted segments to ports nobody listens on;
+        the endpoints' kernels would answer with RSTs and ICMP errors that
+        cross the DUT too and change its counters. Captures (tcpdump on the
+        veth) see packets before netfilter, so dropping at input hides
+        nothing from them.
+        """
+        for role in ("cli", "srv"):
+            cp = self.exec(role, "nft", "-f", "-", input=(
+                "table inet nfit_sink {\n"
+                "  chain input {\n"
+                "    type filter hook input priority filter; policy accept;\n"
+                "    meta l4proto { tcp, udp } drop\n"
+                "  }\n"
+                "}\n"))
+            must(cp)
+
+    def prime_neighbors(self):
+        """Resolve the DUT's neighbours (ARP/NDP) before crafted traffic.
+
+        Otherwise the first forwarded packets wait in the neighbour queue
+        while the DUT resolves the next hop; priming keeps every test run's
+        path identical.
+        """
+        for addr in (self.env["CLI_IP4"], self.env["SRV_IP4"],
+                     self.env["CLI_IP6"], self.env["SRV_IP6"]):
+            self.check("dut", "ping", "-c", "1", "-W", "2", addr)
