@@ -58,7 +58,8 @@ static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 	return nfsl_token_verify(&tok, cfg->key);
 }
 
-/* Sum of the pseudo-header without its length word (RFC 768/793/8200). */
+/* Sum of the pseudo-header without its length word (RFC 768/793/8200),
+ * in registers straight from the packet. */
 static __always_inline int nfsl_pseudo_sum(void *data, void *data_end,
 					   const struct nfsl_pkt *p, __u32 *sum)
 {
@@ -69,14 +70,53 @@ static __always_inline int nfsl_pseudo_sum(void *data, void *data_end,
 
 		if ((void *)(ip6 + 1) > data_end)
 			return -1;
-		*sum = nfsl_csum_bytes(&ip6->saddr, 32, s);
+		*sum = nfsl_csum_words(&ip6->saddr, 8, s);
 	} else {
 		struct iphdr *iph = data + p->l3off;
 
 		if ((void *)(iph + 1) > data_end)
 			return -1;
-		*sum = nfsl_csum_bytes(&iph->saddr, 8, s);
+		*sum = nfsl_csum_words(&iph->saddr, 2, s);
 	}
+	return 0;
+}
+
+/*
+ * Sum of the L4 header as received (checksum field included) and of the
+ * kept payload bytes, and the received checksum. The fixed header is summed
+ * in registers from the packet; TCP options and kept bytes, when there are
+ * any, go through the stack to bpf_csum_diff.
+ */
+static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
+				       const struct nfsl_pkt *p, __u32 hk_len,
+				       __u32 *sum, __u16 *csum)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 scratch[NFSL_L4HDR_MAX + NFSL_KEEP_MAX - sizeof(struct tcphdr)];
+	__u8 *l4 = data + p->l4off;
+	__u32 fixed, rest;
+
+	if (p->proto == IPPROTO_UDP) {
+		if (l4 + sizeof(struct udphdr) > (__u8 *)data_end)
+			return -1;
+		fixed = sizeof(struct udphdr);
+		*sum = nfsl_csum_words(l4, 2, 0);
+		*csum = ((struct udphdr *)l4)->check;
+	} else {
+		if (l4 + sizeof(struct tcphdr) > (__u8 *)data_end)
+			return -1;
+		fixed = sizeof(struct tcphdr);
+		*sum = nfsl_csum_words(l4, 5, 0);
+		*csum = ((struct tcphdr *)l4)->check;
+	}
+	rest = hk_len - fixed;
+	if (!rest)
+		return 0;
+	if (rest > sizeof(scratch) ||
+	    bpf_xdp_load_bytes(ctx, p->l4off + fixed, scratch, rest))
+		return -1;
+	*sum = nfsl_csum_bytes(scratch, rest, *sum);
 	return 0;
 }
 
@@ -106,9 +146,8 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u8 scratch[NFSL_L4HDR_MAX + NFSL_KEEP_MAX];
-	__u32 idx, gen, tok_off, hk_len, old_l4, pseudo;
-	__u16 *csum_field, csum, tsum, psum = 0;
+	__u32 idx, gen, tok_off, hk_len, old_l4, pseudo, hk;
+	__u16 csum, tsum, psum = 0;
 	bool udp = p->proto == IPPROTO_UDP;
 	struct nfsl_token tok;
 	struct nfsl_slot *s;
@@ -128,27 +167,19 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 
 	tok_off = p->payoff + cfg->keep;
 	hk_len = tok_off - p->l4off;
-	if (parked < 1 || parked > NFSL_PAYLOAD_MAX || hk_len < 1 ||
-	    hk_len > sizeof(scratch))
-		goto abort;
-	if (bpf_xdp_load_bytes(ctx, tok_off, s->payload, parked) ||
-	    bpf_xdp_load_bytes(ctx, p->l4off, scratch, hk_len))
-		goto abort;
-
-	csum_field = data + p->l4off + nfsl_l4_csum_off(p->proto);
-	if ((void *)(csum_field + 1) > data_end ||
+	if (parked < 1 || parked > NFSL_PAYLOAD_MAX ||
+	    bpf_xdp_load_bytes(ctx, tok_off, s->payload, parked) ||
+	    nfsl_l4_sum(ctx, p, hk_len, &hk, &csum) ||
 	    nfsl_pseudo_sum(data, data_end, p, &pseudo))
 		goto abort;
-	csum = *csum_field;
 
 	nfsl_token_make(&tok, cfg->key, idx, gen);
-	tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_bytes(&tok, sizeof(tok), 0)),
+	tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
 			    tok_off - p->l4off);
 	old_l4 = p->l3end - p->l4off;
 	if (!(udp && csum == 0)) /* UDP without checksum stays without */
-		csum = nfsl_slice_csum(pseudo, nfsl_csum_bytes(scratch, hk_len, 0),
-				       csum, old_l4, hk_len + NFSL_TOKEN_LEN,
-				       udp, tsum, &psum);
+		csum = nfsl_slice_csum(pseudo, hk, csum, old_l4,
+				       hk_len + NFSL_TOKEN_LEN, udp, tsum, &psum);
 
 	s->len = parked;
 	s->csum = psum;
@@ -157,7 +188,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		   (udp && csum == 0 ? NFSL_SLOT_F_NOCSUM : 0) |
 		   (p->v6 ? NFSL_SLOT_F_V6 : 0);
 	s->ifindex = ctx->ingress_ifindex;
-	s->parked_ns = bpf_ktime_get_ns();
+	s->parked_ns = bpf_ktime_get_coarse_ns(); /* tick resolution is enough for a TTL */
 
 	/* Shrink first: if it fails, the packet is still untouched. */
 	if (bpf_xdp_adjust_tail(ctx, -(int)(parked - NFSL_TOKEN_LEN)))

@@ -82,7 +82,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	if (s->flags & NFSL_SLOT_F_NOCSUM) {
 		csum = 0; /* the original had none; we have no payload sum */
 	} else {
-		tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_bytes(&tok, sizeof(tok), 0)),
+		tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
 				    tok_off - p->l4off);
 		psum = nfsl_csum_at(s->csum, (tok_off - p->l4off) ^
 					     !!(s->flags & NFSL_SLOT_F_ODD));

@@ -44,8 +44,24 @@
 
 #ifdef __bpf__
 #define nfsl_memcpy __builtin_memcpy
+/* A typed load: clang would split a memcpy of unknown alignment into byte
+ * loads; the verifier accepts unaligned packet loads where the CPU does. */
+#define nfsl_load32(p) (*(const __u32 *)(p))
 #else
 #define nfsl_memcpy memcpy
+static inline __u32 nfsl_load32(const void *p)
+{
+	__u32 v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+#endif
+
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define nfsl_cpu_to_le64(x) __builtin_bswap64(x)
+#else
+#define nfsl_cpu_to_le64(x) (x)
 #endif
 
 #endif /* NFSL_COMPAT_H */

@@ -74,6 +74,24 @@ NFSL_INLINE __u32 nfsl_csum_bytes(const void *buf, __u32 len, __u32 seed)
 }
 #endif
 
+/*
+ * nfsl_csum_words - ones' complement sum of @n 32-bit words at @p plus @seed,
+ * in registers (no helper call). Summing memory-order 32-bit words and
+ * folding gives the same sum as summing memory-order 16-bit words, since
+ * 2^16 = 1 (mod 0xffff). @n must be a constant; @p needs no alignment.
+ */
+NFSL_INLINE __u32 nfsl_csum_words(const void *p, int n, __u32 seed)
+{
+	__u64 s = seed;
+
+	NFSL_UNROLL
+	for (int i = 0; i < n; i++)
+		s += nfsl_load32((const __u8 *)p + 4 * i);
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	return (__u32)s;
+}
+
 /* RFC 1624 Eqn. 3 for one 32-bit word of a checksummed header:
  * HC' = ~(~HC + ~m + m'). @csum, @old, @new in memory order. */
 NFSL_INLINE __u16 nfsl_csum_update32(__u16 csum, __u32 old, __u32 new)

@@ -19,7 +19,7 @@
 struct nfsl_token {
 	__be32 slot; /* index into the store */
 	__be32 gen;  /* slot generation when the payload was parked */
-	__u8 mac[8]; /* SipHash-2-4 output, little-endian as the spec gives it */
+	__le64 mac;  /* SipHash-2-4 output, little-endian as the spec gives it */
 };
 
 /*
