@@ -79,24 +79,6 @@ static __always_inline int bench_copy(struct xdp_md *ctx, __u32 idx, bool fence)
 	return XDP_PASS;
 }
 
-/* The slicer's slot choice (nfsl_next_slot in slicer.bpf.c): next slot of
- * this CPU's partition, FIFO. */
-static __always_inline __u32 bench_next_slot(const struct nfsl_config *cfg)
-{
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), *cur, i;
-	__u32 part = cfg->part_slots, ncpus = cfg->ncpus;
-
-	cur = bpf_map_lookup_elem(&nfsl_cursor, &zero);
-	if (!cur || !part || !ncpus)
-		return 0;
-	if (cpu >= ncpus)
-		cpu %= ncpus;
-	i = *cur;
-	if (i >= part)
-		i = 0;
-	*cur = i + 1 < part ? i + 1 : 0;
-	return cpu * part + i;
-}
 
 SEC("xdp")
 int bench_xdp_copy(struct xdp_md *ctx)
@@ -105,7 +87,7 @@ int bench_xdp_copy(struct xdp_md *ctx)
 
 	if (!cfg)
 		return XDP_PASS;
-	return bench_copy(ctx, bench_next_slot(cfg), true);
+	return bench_copy(ctx, nfsl_next_slot(cfg), true);
 }
 
 SEC("xdp")
@@ -115,7 +97,7 @@ int bench_xdp_copy_nofence(struct xdp_md *ctx)
 
 	if (!cfg)
 		return XDP_PASS;
-	return bench_copy(ctx, bench_next_slot(cfg), false);
+	return bench_copy(ctx, nfsl_next_slot(cfg), false);
 }
 
 SEC("xdp")

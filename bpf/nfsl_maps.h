@@ -57,4 +57,22 @@ static __always_inline struct nfsl_counters *nfsl_get_counters(void)
 	return bpf_map_lookup_elem(&nfsl_counters, &zero);
 }
 
+/* Next slot of this CPU's partition, FIFO (PayloadPark Alg. 1 line 4). */
+static __always_inline __u32 nfsl_next_slot(const struct nfsl_config *cfg)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), *cur, i;
+	__u32 part = cfg->part_slots, ncpus = cfg->ncpus;
+
+	cur = bpf_map_lookup_elem(&nfsl_cursor, &zero);
+	if (!cur || !part || !ncpus)
+		return 0;
+	if (cpu >= ncpus)
+		cpu %= ncpus;
+	i = *cur;
+	if (i >= part)
+		i = 0;
+	*cur = i + 1 < part ? i + 1 : 0;
+	return cpu * part + i;
+}
+
 #endif /* NFSL_MAPS_H */

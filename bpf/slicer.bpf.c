@@ -25,24 +25,6 @@ struct {
 	__uint(XDP_PASS, 1);
 } XDP_RUN_CONFIG(nfsl_slicer);
 
-/* Next slot of this CPU's partition, FIFO (PayloadPark Alg. 1 line 4). */
-static __always_inline __u32 nfsl_next_slot(const struct nfsl_config *cfg)
-{
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), *cur, i;
-	__u32 part = cfg->part_slots, ncpus = cfg->ncpus;
-
-	cur = bpf_map_lookup_elem(&nfsl_cursor, &zero);
-	if (!cur || !part || !ncpus)
-		return 0;
-	if (cpu >= ncpus)
-		cpu %= ncpus;
-	i = *cur;
-	if (i >= part)
-		i = 0;
-	*cur = i + 1 < part ? i + 1 : 0;
-	return cpu * part + i;
-}
-
 /* A DSCP-63 packet entering the domain whose trailing bytes verify as one
  * of our tokens is a replay of a sliced header: it must not reach a splicer. */
 static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,

@@ -82,17 +82,24 @@ static void print_status_text(const struct nfsl_domain *d, const char *name)
 	}
 }
 
-static int run_status(void *o, int argc, char **argv)
+/* Root check and domain lookup shared by status and stats. */
+static int open_domain(const struct show_opts *opt, struct nfsl_domain *d)
 {
-	struct show_opts *opt = o;
-	struct nfsl_domain d;
 	int err;
 
 	if (nfsl_require_root())
 		return -1;
-	err = nfsl_domain_open(&d, opt->name);
-	if (err)
-		return nfsl_err_domain(err, opt->name);
+	err = nfsl_domain_open(d, opt->name);
+	return err ? nfsl_err_domain(err, opt->name) : 0;
+}
+
+static int run_status(void *o, int argc, char **argv)
+{
+	struct show_opts *opt = o;
+	struct nfsl_domain d;
+
+	if (open_domain(opt, &d))
+		return -1;
 	if (opt->json)
 		print_status_json(&d, opt->name);
 	else
@@ -166,11 +173,8 @@ static int run_stats(void *o, int argc, char **argv)
 	double t0, t1;
 	int err;
 
-	if (nfsl_require_root())
+	if (open_domain(opt, &d))
 		return -1;
-	err = nfsl_domain_open(&d, opt->name);
-	if (err)
-		return nfsl_err_domain(err, opt->name);
 	err = print_stats(&d, opt, NULL, &cur, 0);
 	if (err || !opt->interval)
 		goto out;

@@ -196,8 +196,12 @@ bool x_splice_ok(const char *what, const uint8_t *in, size_t len,
 	return ok;
 }
 
-bool x_slice_untouched(const char *what, const uint8_t *in, size_t len,
-		       int verdict, const struct nfsl_counters *delta)
+/* Run @run (slicer or splicer) on @in and expect @verdict, the same bytes
+ * out, and the counter changes @delta. */
+static bool x_untouched(const char *what, const char *prog,
+			int (*run)(const uint8_t *, uint32_t, uint8_t *, uint32_t *),
+			const uint8_t *in, size_t len, int verdict,
+			const struct nfsl_counters *delta)
 {
 	struct nfsl_counters before;
 	uint8_t out[PKT_MAX];
@@ -206,8 +210,8 @@ bool x_slice_untouched(const char *what, const uint8_t *in, size_t len,
 	int v;
 
 	h_counters(&before);
-	v = h_slice(in, len, out, &olen);
-	cr_expect_eq(v, verdict, "%s: slicer verdict %d, want %d", what, v,
+	v = run(in, len, out, &olen);
+	cr_expect_eq(v, verdict, "%s: %s verdict %d, want %d", what, prog, v,
 		     verdict);
 	ok = v == verdict;
 	ok &= x_bytes(what, out, olen, in, len);
@@ -215,21 +219,14 @@ bool x_slice_untouched(const char *what, const uint8_t *in, size_t len,
 	return ok;
 }
 
+bool x_slice_untouched(const char *what, const uint8_t *in, size_t len,
+		       int verdict, const struct nfsl_counters *delta)
+{
+	return x_untouched(what, "slicer", h_slice, in, len, verdict, delta);
+}
+
 bool x_splice_untouched(const char *what, const uint8_t *in, size_t len,
 			int verdict, const struct nfsl_counters *delta)
 {
-	struct nfsl_counters before;
-	uint8_t out[PKT_MAX];
-	uint32_t olen;
-	bool ok;
-	int v;
-
-	h_counters(&before);
-	v = h_splice(in, len, out, &olen);
-	cr_expect_eq(v, verdict, "%s: splicer verdict %d, want %d", what, v,
-		     verdict);
-	ok = v == verdict;
-	ok &= x_bytes(what, out, olen, in, len);
-	ok &= x_counters(what, &before, delta);
-	return ok;
+	return x_untouched(what, "splicer", h_splice, in, len, verdict, delta);
 }
