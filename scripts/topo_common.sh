@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# topo_common.sh — helpers shared by the benchmark topology scripts
+# (scripts/topo_inline.sh, scripts/topo_park.sh). Sourced, not run; expects
+# PROG to be set and the caller to run with `set -euo pipefail`.
+
+TOPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The nfslice binary used to detach leftover domains on `down`.
+TOPO_NFSLICE=${NFSLICE:-$TOPO_ROOT/build/nfslice}
+# Where `up` saves the topology's variables for `env` (tmpfs, root only).
+TOPO_STATE_DIR=/run/nfslice-topo
+
+topo_die() {
+	echo "$PROG: $*" >&2
+	exit 1
+}
+
+topo_check_prefix() {
+	[[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9_-]{0,19}$ ]] ||
+		usage "bad PREFIX '$1' (letters, digits, '-', '_'; 1-20 characters)"
+}
+
+topo_ns_exists() {
+	[ -e "/run/netns/$1" ]
+}
+
+# topo_netns_cookie NS: the network namespace cookie nfslice names its pin
+# directory after (/sys/fs/bpf/nfslice/ns<cookie>/NAME).
+topo_netns_cookie() {
+	ip netns exec "$1" /usr/bin/python3 -c '
+import socket, struct
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+print(struct.unpack("Q", s.getsockopt(socket.SOL_SOCKET, 71, 8))[0])'
+}
+
+# topo_detach_all NS: detach every nfslice domain of namespace NS. Deleting a
+# namespace removes the programs from its interfaces, but the pinned maps
+# live in the host's bpffs and would outlive it. Pins a detach could not
+# remove are removed by hand: only this namespace has this cookie.
+topo_detach_all() {
+	local ns=$1 cookie dir d
+	topo_ns_exists "$ns" || return 0
+	cookie=$(topo_netns_cookie "$ns" 2>/dev/null) || return 0
+	dir=${NFSLICE_BPFFS:-/sys/fs/bpf}/nfslice/ns$cookie
+	[ -d "$dir" ] || return 0
+	for d in "$dir"/*/; do
+		[ -d "$d" ] || continue
+		d=${d%/}
+		if [ -x "$TOPO_NFSLICE" ]; then
+			ip netns exec "$ns" "$TOPO_NFSLICE" detach --name "${d##*/}" \
+				>/dev/null 2>&1 ||
+				echo "$PROG: nfslice detach --name ${d##*/} in $ns failed" >&2
+		fi
+		[ ! -e "$d" ] || rm -rf -- "$d"
+	done
+	rmdir -- "$dir" 2>/dev/null || true
+}
+
+# topo_online_cpus: the online CPU numbers, one per line.
+topo_online_cpus() {
+	local part a b parts
+	IFS=, read -ra parts </sys/devices/system/cpu/online
+	for part in "${parts[@]}"; do
+		a=${part%-*}
+		b=${part#*-}
+		seq "$a" "$b"
+	done
+}
+
+# topo_cpu_mask CPU: the hex CPU mask of one CPU as rps_cpus takes it
+# (32-bit words separated by commas, most significant first).
+topo_cpu_mask() {
+	local cpu=$1 word=$(($1 / 32)) i mask
+	mask=$(printf '%x' $((1 << (cpu % 32))))
+	for ((i = 0; i < word; i++)); do
+		mask+=",00000000"
+	done
+	echo "$mask"
+}
+
+# topo_save_state FILE TEXT: remember what `up` built, for `env`.
+topo_save_state() {
+	mkdir -p -- "$TOPO_STATE_DIR"
+	printf '%s\n' "$2" >"$1"
+}
