@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # nfslice: payload slicing for shallow network functions.
-#   make          build build/nfslice and the BPF objects
+#   make          build build/nfslice, build/nfslice-pktgen and the BPF objects
 #   make test     install deps, build, run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
 #   make bench    datapath cost benchmarks into bench/results/
@@ -8,15 +8,18 @@
 
 include mk/common.mk
 
-.PHONY: all bpf loader unit deps test demo bench clean
+.PHONY: all bpf loader pktgen unit deps test demo bench clean
 
-all: loader
+all: loader pktgen
 
 bpf:
 	$(Q)$(MAKE) -C bpf
 
 loader: bpf
 	$(Q)$(MAKE) -C loader
+
+pktgen: bpf
+	$(Q)$(MAKE) -C pktgen
 
 unit: bpf
 	$(Q)$(MAKE) -C tests/unit

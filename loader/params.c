@@ -8,7 +8,16 @@
 
 #include "params.h"
 
-#define NFSL_MAX_OPTS 16
+/* "nfslice attach" for a subcommand, else the program's own name. */
+static const char *label(const struct nfsl_cmd *cmd)
+{
+	static char buf[64];
+
+	if (cmd->prog)
+		return cmd->prog;
+	snprintf(buf, sizeof(buf), "nfslice %s", cmd->name);
+	return buf;
+}
 
 static size_t nr_opts(const struct nfsl_cmd *cmd)
 {
@@ -38,8 +47,8 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 		if (errno || end == arg || *end || arg[0] == '-' ||
 		    v < o->min || v > o->max) {
 			fprintf(stderr,
-				"nfslice %s: --%s '%s' is not valid: give a whole number of %s from %u to %u\n",
-				cmd->name, o->name, arg, o->metavar, o->min, o->max);
+				"%s: --%s '%s' is not valid: give a whole number of %s from %u to %u\n",
+				label(cmd), o->name, arg, o->metavar, o->min, o->max);
 			return -EINVAL;
 		}
 		*(__u32 *)field = (__u32)v;
@@ -51,8 +60,8 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 				return 0;
 			}
 		}
-		fprintf(stderr, "nfslice %s: --%s '%s' is not valid: choose one of",
-			cmd->name, o->name, arg);
+		fprintf(stderr, "%s: --%s '%s' is not valid: choose one of",
+			label(cmd), o->name, arg);
 		for (int i = 0; o->choices[i]; i++)
 			fprintf(stderr, "%s %s", i ? "," : "", o->choices[i]);
 		fputc('\n', stderr);
@@ -69,8 +78,13 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 	unsigned int npos;
 	int c, idx;
 
+	if (n > NFSL_MAX_OPTS) {
+		fprintf(stderr, "%s: option table has %zu entries, more than %d\n",
+			label(cmd), n, NFSL_MAX_OPTS);
+		return -EINVAL;
+	}
 	memcpy(opts, cmd->defaults, cmd->opts_size);
-	for (size_t i = 0; i < n && i < NFSL_MAX_OPTS; i++) {
+	for (size_t i = 0; i < n; i++) {
 		lopts[i].name = cmd->opts[i].name;
 		lopts[i].has_arg = cmd->opts[i].type == NFSL_OPT_FLAG ? no_argument
 								       : required_argument;
@@ -92,12 +106,12 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 			continue;
 		}
 		if (c == ':')
-			fprintf(stderr, "nfslice %s: option %s needs a value\n",
-				cmd->name, argv[optind - 1]);
+			fprintf(stderr, "%s: option %s needs a value\n",
+				label(cmd), argv[optind - 1]);
 		else
-			fprintf(stderr, "nfslice %s: unknown option '%s'\n",
-				cmd->name, argv[optind - 1]);
-		fprintf(stderr, "See 'nfslice %s --help'.\n", cmd->name);
+			fprintf(stderr, "%s: unknown option '%s'\n",
+				label(cmd), argv[optind - 1]);
+		fprintf(stderr, "See '%s --help'.\n", label(cmd));
 		return -EINVAL;
 	}
 	/* getopt_long permuted the positional arguments to the end. */
@@ -105,12 +119,12 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 	npos = argc - optind;
 	if (npos < cmd->min_args || npos > cmd->max_args) {
 		if (npos < cmd->min_args)
-			fprintf(stderr, "nfslice %s: missing %s\n", cmd->name,
+			fprintf(stderr, "%s: missing %s\n", label(cmd),
 				cmd->args);
 		else
-			fprintf(stderr, "nfslice %s: unexpected argument '%s'\n",
-				cmd->name, argv[optind + cmd->max_args]);
-		fprintf(stderr, "Usage: nfslice %s [OPTIONS]%s%s\n", cmd->name,
+			fprintf(stderr, "%s: unexpected argument '%s'\n",
+				label(cmd), argv[optind + cmd->max_args]);
+		fprintf(stderr, "Usage: %s [OPTIONS]%s%s\n", label(cmd),
 			cmd->args ? " " : "", cmd->args ? cmd->args : "");
 		return -EINVAL;
 	}
@@ -121,8 +135,8 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 {
 	size_t n = nr_opts(cmd);
 
-	fprintf(f, "Usage: nfslice %s [OPTIONS]%s%s\n\n%s\n\n%s\n\nOptions:\n",
-		cmd->name, cmd->args ? " " : "", cmd->args ? cmd->args : "",
+	fprintf(f, "Usage: %s [OPTIONS]%s%s\n\n%s\n\n%s\n\nOptions:\n",
+		label(cmd), cmd->args ? " " : "", cmd->args ? cmd->args : "",
 		cmd->summary, cmd->description);
 	for (size_t i = 0; i < n; i++) {
 		const struct nfsl_opt *o = &cmd->opts[i];

@@ -30,6 +30,8 @@ struct nfsl_opt {
 
 struct nfsl_cmd {
 	const char *name;
+	const char *prog;        /* program in messages and usage; NULL:
+				  * "nfslice NAME" (a subcommand) */
 	const char *args;        /* positional arguments in usage, e.g. "IFACE..." */
 	unsigned int min_args, max_args;
 	const char *summary;     /* one line for the command list */
@@ -39,6 +41,9 @@ struct nfsl_cmd {
 	size_t opts_size;
 	const void *defaults;
 };
+
+/* Most options one table may declare. */
+#define NFSL_MAX_OPTS 32
 
 /*
  * nfsl_cmd_parse - parse @argv (argv[0] is the command name) into @opts.

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfslice-pktgen - send UDP/TCP frames out of an interface from an XDP
+ * program run with BPF_PROG_RUN in live-frames mode (docs/pktgen.md).
+ *
+ * Steps: parse and check the options (exit 2 on a bad one), prepare the
+ * veth peer, run, report, and always put the peer back as it was, also
+ * after SIGINT/SIGTERM (they end the run early; the result is reported).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "pg.h"
+
+static bool verbose;
+
+int pg_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(PG_NAME ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+void pg_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(PG_NAME ": warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	/* Our own messages say what failed; libbpf's details on request. */
+	if (!verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void on_signal(int sig)
+{
+	pg_stop();
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* No SA_RESTART: the signal interrupts BPF_PROG_RUN and the sleep. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct pg_result res = {};
+	struct pg_peer *peer = NULL;
+	struct pg_opts opts;
+	struct pg_cfg cfg;
+	int err, rc = 2;
+
+	err = pg_parse(argc, argv, &opts);
+	if (err)
+		return err > 0 ? 0 : 2;
+	verbose = getenv("NFSLICE_VERBOSE") != NULL;
+	libbpf_set_print(print_libbpf);
+	if (pg_resolve(&opts, &cfg))
+		goto out;
+	rc = 1;
+	if (geteuid() != 0) {
+		pg_err("must run as root: BPF_PROG_RUN of XDP programs and XDP on "
+		       "the veth peer need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN");
+		goto out;
+	}
+	catch_signals();
+	if (pg_peer_prepare(&cfg, &peer, &res.peer))
+		goto out;
+	if (pg_run(&cfg, &res))
+		goto out;
+	pg_report(&cfg, &res);
+	rc = 0;
+out:
+	pg_peer_restore(peer);
+	pg_cfg_free(&cfg);
+	return rc;
+}
