@@ -25,6 +25,8 @@
 set -euo pipefail
 
 readonly PROG=${0##*/}
+# shellcheck source=scripts/topo_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/topo_common.sh"
 
 # Addresses and names. Identical in every rig: each rig is its own set of
 # namespaces, so they never meet.
@@ -224,42 +226,6 @@ up_failed() {
 	cmd_down
 }
 
-# link_ready NS DEV: DEV is operationally up and IPv6 has configured it.
-link_ready() {
-	local ns=$1 dev=$2
-	ip -n "$ns" -o link show dev "$dev" | grep -q 'state UP' &&
-		ip -n "$ns" -6 route show table local type multicast dev "$dev" |
-		grep -q .
-}
-
-# wait_links: wait (at most 3 s) until every rig veth is ready for IPv6.
-# The kernel sets a new link's operstate from its "linkwatch" work, which is
-# rate-limited system-wide to about once a second, and IPv6 configures an
-# interface (e.g. the ff00::/8 route that neighbour solicitations need) only
-# then. Without this step the first IPv6 packet after `up` lost its
-# neighbour solicitation (dropped IP_INNOROUTES on the DUT) and waited ~1 s
-# for the retry, 5 times out of 5; IPv4 does not depend on it. Measured: with
-# these queries the links were always ready at the first check (querying
-# them seems to get the pending state applied at once); the loop is the
-# safety net.
-wait_links() {
-	local _ p ready
-	for _ in $(seq 150); do
-		ready=1
-		for p in "$CLI_NS $CLI_IF" "$DUT_NS $DUT_IN" "$DUT_NS $DUT_OUT" \
-			"$SRV_NS $SRV_IF"; do
-			# shellcheck disable=SC2086 # "NS DEV" splits into two
-			link_ready $p || {
-				ready=0
-				break
-			}
-		done
-		[ "$ready" -eq 0 ] || return 0
-		sleep 0.02
-	done
-	echo "$PROG: warning: links of rig $PREFIX not ready for IPv6 after 3 s" >&2
-}
-
 cmd_up() {
 	need_tools
 	if ns_exists "$CLI_NS" || ns_exists "$DUT_NS" || ns_exists "$SRV_NS"; then
@@ -288,7 +254,8 @@ cmd_up() {
 	make_routes
 	load_nft
 	set_sysctls
-	wait_links
+	topo_wait_links "rig $PREFIX" "$CLI_NS $CLI_IF" "$DUT_NS $DUT_IN" \
+		"$DUT_NS $DUT_OUT" "$SRV_NS $SRV_IF"
 
 	trap - EXIT INT TERM
 }

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# topo_common.sh — helpers shared by the benchmark topology scripts
-# (scripts/topo_inline.sh, scripts/topo_park.sh). Sourced, not run; expects
-# PROG to be set and the caller to run with `set -euo pipefail`.
+# topo_common.sh — helpers shared by the netns rig scripts
+# (scripts/rig.sh, scripts/topo_inline.sh, scripts/topo_park.sh). Sourced,
+# not run; expects PROG to be set and the caller to run with
+# `set -euo pipefail`.
 
 TOPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The nfslice binary used to detach leftover domains on `down`.
@@ -83,4 +84,40 @@ topo_cpu_mask() {
 topo_save_state() {
 	mkdir -p -- "$TOPO_STATE_DIR"
 	printf '%s\n' "$2" >"$1"
+}
+
+# topo_link_ready NS DEV: DEV is operationally up and IPv6 has configured it.
+topo_link_ready() {
+	local ns=$1 dev=$2
+	ip -n "$ns" -o link show dev "$dev" | grep -q 'state UP' &&
+		ip -n "$ns" -6 route show table local type multicast dev "$dev" |
+		grep -q .
+}
+
+# topo_wait_links NAME "NS DEV"...: wait (at most 3 s) until every given
+# veth is ready for IPv6. The kernel sets a new link's operstate from its
+# "linkwatch" work, which is rate-limited system-wide to about once a second,
+# and IPv6 configures an interface (e.g. the ff00::/8 route that neighbour
+# solicitations need) only then. Without this step the first IPv6 packet
+# after `up` lost its neighbour solicitation (dropped IP_INNOROUTES) and
+# waited ~1 s for the retry, 5 times out of 5; IPv4 does not depend on it.
+# Measured: with these queries the links were always ready at the first
+# check (querying them seems to get the pending state applied at once); the
+# loop is the safety net.
+topo_wait_links() {
+	local name=$1 _ p ready
+	shift
+	for _ in $(seq 150); do
+		ready=1
+		for p in "$@"; do
+			# shellcheck disable=SC2086 # "NS DEV" splits into two
+			topo_link_ready $p || {
+				ready=0
+				break
+			}
+		done
+		[ "$ready" -eq 0 ] || return 0
+		sleep 0.02
+	done
+	echo "$PROG: warning: links of $name not ready for IPv6 after 3 s" >&2
 }

@@ -437,34 +437,6 @@ EOF
 	ip netns exec "$NF_NS" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1
 }
 
-link_ready() {
-	local ns=$1 dev=$2
-	ip -n "$ns" -o link show dev "$dev" | grep -q 'state UP' &&
-		ip -n "$ns" -6 route show table local type multicast dev "$dev" |
-		grep -q .
-}
-
-# Wait (at most 3 s) until every veth is ready for IPv6: the kernel applies
-# a new link's operstate from rate-limited "linkwatch" work, and IPv6
-# configures the interface only then (rig.sh wait_links has the details).
-wait_links() {
-	local _ p ready
-	for _ in $(seq 150); do
-		ready=1
-		for p in "$CLI_NS $CLI_IF" "$SLC_NS $SLC_CLI_IF" "$SLC_NS $SLC_SRV_IF" \
-			"$SLC_NS $SLC_NF_IF" "$NF_NS $NF_IF" "$SRV_NS $SRV_IF"; do
-			# shellcheck disable=SC2086 # "NS DEV" splits into two
-			link_ready $p || {
-				ready=0
-				break
-			}
-		done
-		[ "$ready" -eq 0 ] || return 0
-		sleep 0.02
-	done
-	echo "$PROG: warning: links of $PREFIX not ready for IPv6 after 3 s" >&2
-}
-
 up_failed() {
 	local rc=$?
 	[ "$rc" -ne 0 ] || return 0
@@ -494,7 +466,8 @@ cmd_up() {
 	make_routes
 	shape_link
 	load_nft
-	wait_links
+	topo_wait_links "$PREFIX" "$CLI_NS $CLI_IF" "$SLC_NS $SLC_CLI_IF" "$SLC_NS $SLC_SRV_IF" \
+		"$SLC_NS $SLC_NF_IF" "$NF_NS $NF_IF" "$SRV_NS $SRV_IF"
 	topo_save_state "$STATE" "$(cmd_env)"
 
 	trap - EXIT INT TERM
