@@ -6,10 +6,14 @@
  * (BPF_F_TEST_XDP_LIVE_FRAMES, the technique of xdp-trafficgen): the kernel
  * puts the template frame into pages of a page pool, runs the program on
  * each, and turns every XDP_TX into a transmit out of the interface named
- * by the context's ingress_ifindex. Recycled pages keep what the program
- * wrote and only their packet pointers are reset, so every field that
- * varies from frame to frame is written on every run, and the frame length
- * is set from whatever the page held before (grow or shrink).
+ * by the context's ingress_ifindex. Recycled pages keep what was written
+ * into them and only their packet pointers are reset: what this program
+ * wrote, and what an XDP program on the receiving veth wrote, since a veth
+ * hands the page itself on (nfslice's slicer rewrites the headers there and
+ * writes its token). So every run rewrites the first PKTGEN_HEAD_LEN bytes
+ * of a synthetic frame from the template, writes every field that varies
+ * from frame to frame, and sets the frame length from whatever the page
+ * held before (grow or shrink).
  *
  * Frames:
  *   fixed  the template as given; per frame only the source port (--flows),
@@ -49,6 +53,9 @@ const volatile __u32 cfg_tgid;         /* the generator's process */
 const volatile bool cfg_ipv6;
 const volatile bool cfg_udp = true;
 const volatile bool cfg_stamp;
+/* Synthetic frames: their first bytes (headers, zero payload). */
+const volatile __u8 cfg_head[PKTGEN_HEAD_LEN];
+const volatile __u32 cfg_head_len;
 
 struct pktgen_stats stats;
 static __u32 seq_pos;  /* next entry of tmpls / frames */
@@ -88,13 +95,29 @@ static __always_inline int set_len(struct xdp_md *ctx, __u32 len)
 	return 0;
 }
 
+/* Rewrite the first bytes of a synthetic frame from the template (see the
+ * top of this file for why). */
+static __always_inline int restore_head(struct xdp_md *ctx)
+{
+	/* The mask tells the verifier the length's upper bits are zero (a
+	 * pointer difference is an unknown scalar to it), so the bounds below
+	 * hold for the helper's length argument. */
+	__u64 n = (ctx->data_end - ctx->data) & 0xffff;
+
+	if (n > (__u64)cfg_head_len)
+		n = cfg_head_len;
+	if (n < 1 || n > PKTGEN_HEAD_LEN)
+		return -1;
+	return bpf_xdp_store_bytes(ctx, 0, (void *)cfg_head, n);
+}
+
 /* Mix mode: length fields of the synthetic frame from sequence entry @t. */
 static __always_inline int set_lengths(struct xdp_md *ctx,
 				       const struct pktgen_tmpl *t)
 {
 	void *data, *data_end;
 
-	if (set_len(ctx, t->len))
+	if (set_len(ctx, t->len) || restore_head(ctx))
 		return -1;
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
@@ -168,8 +191,11 @@ int pktgen(struct xdp_md *ctx)
 		if (!t || set_lengths(ctx, t))
 			goto err;
 		sum = t->l4_sum;
-	} else if (cfg_flows == 1 && !cfg_stamp) {
-		goto tx; /* the template frame, unchanged */
+	} else {
+		if (restore_head(ctx))
+			goto err;
+		if (cfg_flows == 1 && !cfg_stamp)
+			goto tx; /* the template frame as it is */
 	}
 
 	data = (void *)(long)ctx->data;

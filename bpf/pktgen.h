@@ -16,6 +16,12 @@
  * leaves room for 3 KiB.
  */
 #define PKTGEN_MAX_FRAME 3072
+/*
+ * Bytes of a synthetic frame rewritten from the template on every run: the
+ * L2-L4 headers and the first payload bytes, as far as a slicer's token can
+ * reach (14 + 40 + 20 + nfslice's largest --keep, 192, + its 16-byte token).
+ */
+#define PKTGEN_HEAD_LEN 288
 /* Sequence number + TX timestamp at the start of the payload (--stamp). */
 #define PKTGEN_STAMP_LEN 16
 

@@ -124,6 +124,10 @@ static int prepare(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 		bpf_map__set_max_entries(skel->maps.tmpls, 1);
 		break;
 	}
+	/* Synthetic frames: the bytes every run restores (bpf/pktgen.bpf.c). */
+	skel->rodata->cfg_head_len = *frame_len < PKTGEN_HEAD_LEN ? *frame_len
+								  : PKTGEN_HEAD_LEN;
+	memcpy((void *)skel->rodata->cfg_head, frame, skel->rodata->cfg_head_len);
 	skel->rodata->cfg_flows = cfg->pkt.flows;
 	skel->rodata->cfg_sport = cfg->pkt.sport;
 	skel->rodata->cfg_ipv6 = cfg->pkt.ipv6;
