@@ -92,6 +92,33 @@ def poll(cond, timeout, what, interval=0.02):
         time.sleep(interval)
 
 
+def settle(read, timeout=5, interval=0.1):
+    """Domain stats (READ() -> dict) once they stop moving: two reads
+    INTERVAL apart agree on every counter and on slots_busy, or TIMEOUT
+    seconds passed (then the last read is returned and the caller's
+    assertions say what is wrong)."""
+    deadline = time.monotonic() + timeout
+    last = read()
+    while time.monotonic() < deadline:
+        time.sleep(interval)
+        cur = read()
+        if cur == last:
+            return cur
+        last = cur
+    return last
+
+
+def check_accounting(st, loss=0.01):
+    """Every sliced payload is accounted for (docs/format.md "Counters"):
+    spliced, still parked, evicted, or dropped as too big. Payloads of
+    headers lost between slicer and splicer (a full queue on a loaded host;
+    TCP retransmits the segment, which is sliced anew) stay parked until
+    expiry; they must stay under LOSS of what was sliced."""
+    lost = st["slots_busy"] + st["evicted"] + st["too_big"]
+    assert st["sliced"] == st["spliced"] + lost, st
+    assert lost <= loss * st["sliced"], st
+
+
 class Rig:
     """One client - DUT - server rig (scripts/rig.sh) and what runs in it.
 
