@@ -3,7 +3,7 @@
 #   make          build build/nfslice, build/nfslice-pktgen and the BPF objects
 #   make test     install deps, build, run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
-#   make bench    datapath cost benchmarks into bench/results/
+#   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
 #   make V=1      show full commands
 
 include mk/common.mk
@@ -38,7 +38,7 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) all
 	$(Q)$(MAKE) -C bench
-	$(Q)bench/run.sh
+	$(Q)QUICK=$(QUICK) bench/suite.sh
 
 clean:
 	$(call msg,CLEAN,build)

@@ -1,0 +1,362 @@
+# SPDX-License-Identifier: GPL-2.0
+"""benchlib: shared pieces of nfslice's Python benchmarks (issue #3).
+
+Run everything with /usr/bin/python3 as root. Nothing here touches an
+interface it did not create: topologies come from scripts/topo_*.sh under a
+prefix of the caller's, and Topo.down() removes them.
+
+  Topo(kind, prefix, opts)   a topology of scripts/topo_{inline,park}.sh:
+      .up() / .down()           build / remove (down is idempotent)
+      .env                      its variables (scripts/topo_*.sh env)
+      .set_mode(sliced)         nfslice attached to SLICE_IFS (True) or a bare
+                                xdp_pass on the same interfaces (False), so
+                                both runs pay veth's XDP receive path alike
+      .nfslice(...), .stats()   the nfslice CLI in SLICE_NS, its counters
+      .nf_in()                  (packets, bytes) of the NF's nft counter
+      .link(role, dev)          stats64 of an interface ({"rx": .., "tx": ..})
+      .qdisc(role, dev)         root qdisc stats (park's shaper)
+      .pktgen(...)              one nfslice-pktgen run, its JSON report
+  udp_frame(), write_pcap()  Ethernet/IPv4/UDP frames with valid checksums
+                             and a classic pcap of them (for pktgen --pcap)
+  mix_sizes(file, n)         n frame sizes in the proportions of a .mix file
+  median(), iqr(), spread()  summary statistics of repeated runs
+  write_json(), write_csv()  results files
+  plt()                      matplotlib.pyplot with the Agg backend
+
+Why pktgen --pcap and not --size: nfslice-pktgen recycles its live-frames
+pages with their content and, for one size, rewrites nothing per frame.
+The slicer rewrites the header of the frame in that page (DSCP 63, IP
+length, checksum, token) and the page comes back to the generator that
+way, so later frames arrive already carrying a token (nfslice counts them
+as `replayed` and drops them). --pcap copies the whole frame into the page
+each time, so every frame leaves as it is in the file.
+"""
+import csv
+import json
+import os
+import shlex
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
+PKTGEN = Path(os.environ.get("NFSLICE_PKTGEN") or ROOT / "build" / "nfslice-pktgen")
+XDP_PASS = ROOT / "build" / ".output" / "xdp_pass.bpf.o"
+MIX_ENTERPRISE = ROOT / "pktgen" / "mixes" / "enterprise.mix"
+UDP_PORT = 5201          # allowed by the topologies' ACL
+
+
+def log(msg, tag="bench"):
+    print(f"{tag}: {msg}", file=sys.stderr, flush=True)
+
+
+def run(args, timeout=60, check=True):
+    """Run a command (list); CompletedProcess, RuntimeError on failure."""
+    cp = subprocess.run([str(a) for a in args], capture_output=True,
+                        text=True, timeout=timeout)
+    if check and cp.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, args))}: exit {cp.returncode}: "
+                           f"{cp.stderr.strip()[-500:]}")
+    return cp
+
+
+def machine():
+    """Machine description for results files."""
+    u = os.uname()
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"kernel": u.release, "cpus": os.cpu_count(), "cpu_model": model,
+            "host": u.nodename}
+
+
+# ----------------------------------------------------------- topology --
+class Topo:
+    """A topology built by scripts/topo_KIND.sh, and nfslice in it."""
+
+    def __init__(self, kind, prefix, opts=(), domain="bench"):
+        self.kind, self.prefix, self.opts = kind, prefix, list(opts)
+        self.script = ROOT / "scripts" / f"topo_{kind}.sh"
+        self.domain = domain
+        self.mode = None        # None, "sliced" or "pass"
+        self.env = {}
+
+    def up(self):
+        log(f"building the {self.kind} topology '{self.prefix}'")
+        run([self.script, "up", *self.opts, self.prefix])
+        out = run([self.script, "env", self.prefix]).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition("=")
+            self.env[k] = " ".join(shlex.split(v))
+        return self
+
+    def down(self):
+        """Detach whatever we attached and remove the topology."""
+        try:
+            self._clear()
+        except Exception as e:          # keep going: the namespaces must go
+            log(f"cleanup: {e}")
+        run([self.script, "down", self.prefix], check=False)
+
+    def ns(self, role):
+        return self.env[f"{role.upper()}_NS"]
+
+    def exec(self, role, *args, timeout=60, check=True):
+        return run(["ip", "netns", "exec", self.ns(role), *args],
+                   timeout=timeout, check=check)
+
+    @property
+    def slice_ifs(self):
+        return self.env["SLICE_IFS"].split()
+
+    # ------------------------------------------------- slicing or not --
+    def _clear(self):
+        if self.mode == "sliced":
+            self.nfslice("detach", "--name", self.domain, check=False)
+        elif self.mode == "pass":
+            for dev in self.slice_ifs:
+                run(["ip", "-n", self.ns("slice"), "link", "set", "dev", dev,
+                     "xdpdrv", "off"], check=False)
+        self.mode = None
+
+    def set_mode(self, sliced):
+        """nfslice on SLICE_IFS (sliced) or xdp_pass there (unsliced)."""
+        want = "sliced" if sliced else "pass"
+        if self.mode == want:
+            return
+        self._clear()
+        if sliced:
+            self.nfslice("attach", "--name", self.domain, *self.slice_ifs)
+        else:
+            for dev in self.slice_ifs:
+                run(["ip", "-n", self.ns("slice"), "link", "set", "dev", dev,
+                     "xdpdrv", "object", XDP_PASS, "program", "xdp_pass"])
+        self.mode = want
+        time.sleep(0.2)                 # links settle after XDP changes
+
+    def nfslice(self, *args, check=True):
+        return self.exec("slice", NFSLICE, *args, check=check)
+
+    def stats(self):
+        """nfslice stats of the domain ({} when not sliced)."""
+        if self.mode != "sliced":
+            return {}
+        return json.loads(self.nfslice("stats", "--name", self.domain,
+                                       "--json").stdout)
+
+    # ------------------------------------------------------ counters --
+    def nft_counter(self, role, family, table, name):
+        out = self.exec(role, "nft", "-j", "list", "counter", family, table,
+                        name).stdout
+        for o in json.loads(out)["nftables"]:
+            if "counter" in o:
+                return o["counter"]["packets"], o["counter"]["bytes"]
+        raise RuntimeError(f"no nft counter {name}")
+
+    def nf_in(self):
+        """(packets, IP bytes) the NF has forwarded so far."""
+        e = self.env
+        return self.nft_counter("nf", e["NFT_FAMILY"], e["NFT_TABLE"],
+                                e["NFT_COUNTER"])
+
+    def link(self, role, dev):
+        return json.loads(run(["ip", "-s", "-j", "-n", self.ns(role), "link",
+                               "show", "dev", dev]).stdout)[0]["stats64"]
+
+    def mac(self, role, dev):
+        return json.loads(run(["ip", "-j", "-n", self.ns(role), "link",
+                               "show", "dev", dev]).stdout)[0]["address"]
+
+    def qdisc(self, role, dev):
+        for q in json.loads(run(["tc", "-s", "-j", "-n", self.ns(role),
+                                 "qdisc", "show", "dev", dev]).stdout):
+            if q.get("root"):
+                return q
+        return {}
+
+    # -------------------------------------------------------- traffic --
+    def pktgen(self, *, pcap, rate, count, cpu=None, timeout=None):
+        """One nfslice-pktgen run from the client's veth; its JSON report."""
+        args = [PKTGEN, "--dev", self.env["CLI_IF"], "--pcap", pcap,
+                "--rate", int(rate), "--count", int(count), "--json"]
+        if cpu is not None:
+            args += ["--cpu", cpu]
+        t = timeout or (count / max(rate, 1) + 15)
+        return json.loads(self.exec("cli", *args, timeout=t).stdout)
+
+    def frame_macs(self):
+        """(client MAC, MAC of the client veth's peer)."""
+        peer = "DUT_IN" if self.kind == "inline" else "SLC_CLI_IF"
+        role = "dut" if self.kind == "inline" else "slc"
+        return (self.mac("cli", self.env["CLI_IF"]),
+                self.mac(role, self.env[peer]))
+
+
+def cleanup_on_signals(topos):
+    """SIGINT/SIGTERM: tear down every Topo in the list, then exit 130."""
+    def handler(signum, frame):
+        log(f"signal {signum}: tearing down")
+        for t in list(topos):
+            t.down()
+        sys.exit(130)
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+# ------------------------------------------------------------- frames --
+def _csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+
+
+def _mac(s):
+    return bytes(int(x, 16) for x in s.split(":"))
+
+
+def _ip4(s):
+    return bytes(int(x) for x in s.split("."))
+
+
+def udp_frame(size, src_mac, dst_mac, src_ip, dst_ip, sport, dport=UDP_PORT):
+    """An Ethernet/IPv4/UDP frame of SIZE bytes (no FCS), valid checksums.
+
+    The payload is a repeating byte pattern (not zeros), so a payload that
+    came back wrong would show in a checksum.
+    """
+    plen = size - 14 - 20 - 8
+    if plen < 0:
+        raise ValueError(f"frame of {size} B too small for UDP/IPv4")
+    payload = bytes((i * 7 + sport) & 0xff for i in range(plen))
+    sip, dip = _ip4(src_ip), _ip4(dst_ip)
+    ulen = 8 + plen
+    pseudo = sip + dip + struct.pack("!BBH", 0, 17, ulen)
+    udp = struct.pack("!HHHH", sport, dport, ulen, 0) + payload
+    c = (~_csum(pseudo + udp)) & 0xffff or 0xffff
+    udp = udp[:6] + struct.pack("!H", c) + udp[8:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0, 0x4000, 64, 17,
+                     0, sip, dip)
+    ip = ip[:10] + struct.pack("!H", (~_csum(ip)) & 0xffff) + ip[12:]
+    return _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + ip + udp
+
+
+def write_pcap(path, frames):
+    """Classic pcap (microseconds, Ethernet) of the frames."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
+            f.write(fr)
+
+
+def mix_sizes(path, n):
+    """N frame sizes in the proportions of a SIZE WEIGHT mix file, spread
+    evenly over the sequence (largest-remainder order, deterministic)."""
+    entries = []
+    for line in open(path):
+        line = line.split("#", 1)[0].split()
+        if len(line) == 2:
+            entries.append((int(line[0]), float(line[1])))
+    total = sum(w for _, w in entries)
+    seq, acc = [], {s: 0.0 for s, _ in entries}
+    for _ in range(n):
+        for s, w in entries:
+            acc[s] += w / total
+        s = max(acc, key=acc.get)
+        acc[s] -= 1.0
+        seq.append(s)
+    return seq
+
+
+def make_pcap(path, sizes, topo, flows=16):
+    """A pcap of UDP frames from the client to the server of TOPO, one per
+    entry of SIZES, source ports cycling over FLOWS flows."""
+    src_mac, dst_mac = topo.frame_macs()
+    e = topo.env
+    frames = [udp_frame(s, src_mac, dst_mac, e["CLI_IP4"], e["SRV_IP4"],
+                        1024 + i % flows) for i, s in enumerate(sizes)]
+    write_pcap(path, frames)
+    return sum(sizes) / len(sizes)
+
+
+# -------------------------------------------------------- statistics --
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def iqr(xs):
+    """(q1, q3) of the values (inclusive method); (x, x) for one value."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return (None, None)
+    if len(xs) == 1:
+        return (xs[0], xs[0])
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return (q[0], q[2])
+
+
+def spread(xs):
+    """{"median", "q1", "q3", "min", "max", "n"} of the values."""
+    xs = [x for x in xs if x is not None]
+    q1, q3 = iqr(xs)
+    return {"median": median(xs), "q1": q1, "q3": q3,
+            "min": min(xs) if xs else None, "max": max(xs) if xs else None,
+            "n": len(xs)}
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# ------------------------------------------------------------- output --
+def write_json(path, obj):
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, default=str)
+        f.write("\n")
+
+
+def write_csv(path, rows):
+    """Rows: list of dicts; the header is the union of their keys, in order."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    keys = []
+    for r in rows:
+        for k in r:
+            if k not in keys:
+                keys.append(k)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plt():
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as p
+    return p
+
+
+def print_table(title, header, rows):
+    """A plain text table: header and rows are lists of strings."""
+    w = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    print(f"\n{title}")
+    print("  " + "  ".join(str(h).rjust(n) for h, n in zip(header, w)))
+    for r in rows:
+        print("  " + "  ".join(str(x).rjust(n) for x, n in zip(r, w)))
+    sys.stdout.flush()

@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Store sizing (issue #3; PayloadPark Fig. 14 and §6.2.4): premature
+evictions vs store slots x expiry at a given packet rate and NF delay, next
+to the Little's-law size.
+
+One stamped stream of 1514 B UDP frames (nfslice-pktgen --stamp, --rate PPS,
+16 flows) crosses the inline topology's DUT (nftables ACL + masquerade NAT)
+with nfslice attached (--keep 16, --slots S, --expiry E); every frame's
+one-way delay W is measured at the server by bpf/latency_sink.bpf.c. For
+every S x E the run reports nfslice's counters (sliced, spliced, evicted,
+stale, skipped_full) and the frames lost (sent - received at the server)
+or received with a wrong checksum (payload not intact).
+
+Little's law: the payloads parked at any time average L = rate x W (W the
+time from slice to splice; the measured one-way delay is an upper bound of
+it). The slicer allocates FIFO per CPU from a partition of S / ncpu slots
+and evicts a busy slot when its cursor comes round to it for the E-th time,
+so a payload is safe for about E x S / ncpu allocations: premature
+evictions (stale: header came back, payload gone) should stop once
+E x S / ncpu clearly exceeds L (bursts and the delay's tail need margin).
+
+NF delay: this kernel has neither netem nor fq (the usual ways to add a
+fixed delay are absent: `tc qdisc add ... netem` fails), so the NF delay is
+the path's own delay, measured, and raised by the offered rate (queueing at
+the NF core); --rates gives several.
+
+Outputs (--out, default bench/results/): sizing.json, sizing.csv,
+sizing.png. Units: rates in pps, delays in us, sizes in slots (2 KiB each).
+"""
+import argparse
+import csv
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import latlib as L  # noqa: E402
+
+PORT = 5201
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Rates in pps (packets per second), delays in us, store sizes in "
+               "slots of 2 KiB. Needs root; builds and removes its own namespaces "
+               "(scripts/topo_inline.sh, prefix nfsz).",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 1 repetition, 4 sizes x 2 expiries, 1 s points (< 1 min)")
+    ap.add_argument("--runs", type=int, default=None, help="repetitions (default 3, quick 1)")
+    ap.add_argument("--out", default=os.path.join(L.ROOT, "bench", "results"),
+                    help="output directory (default bench/results)")
+    ap.add_argument("--rates", default="150000",
+                    help="offered rates in pps, comma-separated (default 150000)")
+    ap.add_argument("--slots", default=None,
+                    help="store sizes in slots, comma-separated "
+                         "(default 8,16,32,64,128,256,512,1024,4096; quick 16,64,256,1024)")
+    ap.add_argument("--expiry", default=None,
+                    help="expiry thresholds, comma-separated (default 1,2,4; quick 1,2)")
+    ap.add_argument("--quiet", type=float, default=0.15,
+                    help="before each point wait (at most --quiet-wait s) until no CPU is "
+                         "busier than this fraction; recorded per point (default 0.15; <0: off)")
+    ap.add_argument("--quiet-wait", type=float, default=3.0,
+                    help="longest wait for a quiet machine per point, s (default 3)")
+    ap.add_argument("--duration", type=int, default=None,
+                    help="seconds per point (default 2, quick 1)")
+    a = ap.parse_args()
+    if a.runs is None:
+        a.runs = 1 if a.quick else 3
+    if a.duration is None:
+        a.duration = 1 if a.quick else 2
+    if a.quick and a.quiet_wait == 3.0:
+        a.quiet_wait = 1.0
+    if a.slots is None:
+        a.slots = "16,64,256,1024" if a.quick else "8,16,32,64,128,256,512,1024,4096"
+    if a.expiry is None:
+        a.expiry = "1,2" if a.quick else "1,2,4"
+    try:
+        a.rates = [int(x) for x in a.rates.split(",")]
+        a.slots = [int(x) for x in a.slots.split(",")]
+        a.expiry = [int(x) for x in a.expiry.split(",")]
+    except ValueError:
+        ap.error("--rates, --slots, --expiry: comma-separated integers expected")
+    if min(a.rates) < 1000 or min(a.slots) < 2 or min(a.expiry) < 1 or a.runs < 1:
+        ap.error("rates >= 1000 pps, slots >= 2, expiry >= 1, runs >= 1")
+    return a
+
+
+def main():
+    a = parse_args()
+    if os.geteuid() != 0:
+        sys.exit("exp_sizing: needs root")
+    L.ensure_built()
+    os.makedirs(a.out, exist_ok=True)
+    t0 = time.time()
+    ncpu = os.cpu_count()
+    topo = L.Topology("inline", "nfsz")
+    sink = None
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    out = {"experiment": "sizing", "topology": "inline", "machine": L.machine(),
+           "command": " ".join(sys.argv), "runs": a.runs, "duration_s": a.duration,
+           "frame_bytes": 1514, "ncpu": ncpu, "points": []}
+    try:
+        topo.up()
+        e = topo.env
+        ns, ifs, cpu = e["SLICE_NS"], e["SLICE_IFS"], int(e["SLICER_CPU"])
+        sink = L.LatencySink(e["SRV_NS"], e["SRV_IF"], PORT, 0).attach()
+        for run in range(a.runs):
+            for rate in a.rates:
+                grid = [(s, x) for x in a.expiry for s in a.slots]
+                if run % 2:
+                    grid.reverse()  # alternate the order per repetition
+                for slots, exp in grid:
+                    L.nfslice_detach(ns)
+                    L.nfslice_attach(ns, ifs, keep=16, slots=slots, expiry=exp)
+                    bg = L.wait_quiet(a.quiet, a.quiet_wait) if a.quiet >= 0 else {}
+                    s0, a0 = L.nfslice_stats(ns), sink.snapshot()
+                    p = L.start(L.pktgen_cmd(e["CLI_NS"], e["CLI_IF"], cpu, 1514, rate,
+                                             a.duration, dport=PORT, flows=16, stamp=True,
+                                             dst_ip=e["SRV_IP4"])
+                                + ["--src-ip", e["CLI_IP4"]])
+                    try:
+                        g = L.finish(p, a.duration + 20)
+                    finally:
+                        L.kill_all([p])
+                    time.sleep(0.2)
+                    d = L.snap_diff(a0, sink.snapshot())
+                    s1 = L.nfslice_stats(ns)
+                    lat = L.summarize(d)
+                    sent = g.get("transmitted", 0)
+                    r = {k: s1[k] - s0[k] for k in ("sliced", "spliced", "evicted", "stale",
+                                                   "skipped_full", "bad_token")}
+                    w_us = lat["mean_us"] or 0.0
+                    r.update(run=run, rate_pps=rate, slots=slots, expiry=exp,
+                             achieved_pps=g.get("achieved_pps", 0), sent=sent,
+                             received=d["stats"]["packets"],
+                             lost=sent - d["stats"]["packets"],
+                             csum_bad=d["stats"]["csum_bad"], csum_ok=d["stats"]["csum_ok"],
+                             mean_delay_us=w_us, p99_delay_us=lat["p99_us"],
+                             littles_L=g.get("achieved_pps", rate) * w_us * 1e-6,
+                             safe_allocs=exp * slots / ncpu)
+                    r.update(bg)
+                    r["lost_pct"] = 100.0 * r["lost"] / sent if sent else None
+                    r["stale_pct"] = 100.0 * r["stale"] / sent if sent else None
+                    r["unsliced_pct"] = 100.0 * r["skipped_full"] / sent if sent else None
+                    out["points"].append(r)
+                    print("run %d rate %7d slots %5d expiry %d: W %7.1f us (L %6.1f, E*S/ncpu "
+                          "%6.0f) evicted %6d stale %6d skipped_full %6d lost %6d (%.2f%%) "
+                          "csum bad %d" % (run, rate, slots, exp, w_us, r["littles_L"],
+                                           r["safe_allocs"], r["evicted"], r["stale"],
+                                           r["skipped_full"], r["lost"], r["lost_pct"] or 0,
+                                           r["csum_bad"]), flush=True)
+    finally:
+        if sink:
+            sink.detach()
+        L.nfslice_detach(topo.env.get("SLICE_NS", "nfsz-dut"))
+        topo.down()
+    out["elapsed_s"] = time.time() - t0
+    summ = []
+    for rate in a.rates:
+        for exp in a.expiry:
+            for slots in a.slots:
+                pts = [p for p in out["points"] if p["rate_pps"] == rate and
+                       p["expiry"] == exp and p["slots"] == slots]
+                if not pts:
+                    continue
+                row = {"rate_pps": rate, "expiry": exp, "slots": slots, "runs": len(pts),
+                       "safe_allocs": pts[0]["safe_allocs"]}
+                for k in ("stale_pct", "lost_pct", "unsliced_pct", "mean_delay_us",
+                          "p99_delay_us", "littles_L", "evicted", "stale", "lost"):
+                    v = [p[k] for p in pts if p[k] is not None]
+                    row[k] = statistics.median(v) if v else None
+                    row[k + "_min"] = min(v) if v else None
+                    row[k + "_max"] = max(v) if v else None
+                summ.append(row)
+    out["summary"] = summ
+    with open(os.path.join(a.out, "sizing.json"), "w") as fh:
+        json.dump(out, fh, indent=1)
+    cols = ["run", "rate_pps", "achieved_pps", "slots", "expiry", "safe_allocs",
+            "mean_delay_us", "p99_delay_us", "littles_L", "sent", "received", "lost",
+            "lost_pct", "sliced", "spliced", "evicted", "stale", "stale_pct",
+            "skipped_full", "unsliced_pct", "csum_ok", "csum_bad", "background_busy_max"]
+    with open(os.path.join(a.out, "sizing.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        for p in out["points"]:
+            w.writerow([p.get(c) for c in cols])
+    plot(out, a)
+    print("exp_sizing: %.0f s, results in %s" % (out["elapsed_s"], a.out))
+
+
+def plot(out, a):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(a.rates), 2, figsize=(12, 4.2 * len(a.rates)),
+                             squeeze=False)
+    for row, rate in zip(axes, a.rates):
+        Ls = [r["littles_L"] for r in out["summary"] if r["rate_pps"] == rate and r["littles_L"]]
+        Lm = statistics.median(Ls) if Ls else None
+        for ax, key, lab in ((row[0], "stale_pct", "premature evictions: stale (% of sent)"),
+                             (row[1], "lost_pct", "frames lost (% of sent)")):
+            for exp in a.expiry:
+                rs = [r for r in out["summary"] if r["rate_pps"] == rate and r["expiry"] == exp]
+                x = [r["slots"] for r in rs]
+                y = [max(r[key] or 0, 1e-3) for r in rs]
+                lo = [y[i] - max(rs[i][key + "_min"] or 0, 1e-3) for i in range(len(rs))]
+                hi = [max(rs[i][key + "_max"] or 0, 1e-3) - y[i] for i in range(len(rs))]
+                ax.errorbar(x, y, yerr=[lo, hi], marker="o", ms=4, capsize=3,
+                            label="expiry %d" % exp)
+            if Lm:
+                for i, exp in enumerate(a.expiry):
+                    ax.axvline(Lm * out["ncpu"] / exp, ls="--", color="C%d" % i, lw=1,
+                               label="Little, expiry %d: E x S / ncpu = rate x W "
+                                     "(S = %.0f)" % (exp, Lm * out["ncpu"] / exp))
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("store slots (2 KiB each; %d CPUs share them)" % out["ncpu"])
+            ax.set_ylabel(lab + " (0 drawn at 1e-3)")
+            ax.set_title("%d pps of 1514 B, W = %.0f us mean one-way delay, %d runs"
+                         % (rate, statistics.median([r["mean_delay_us"] for r in out["summary"]
+                                                     if r["rate_pps"] == rate]),
+                            out["runs"]), fontsize=9)
+            ax.grid(True, which="both", alpha=.3)
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "sizing.png"), dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
