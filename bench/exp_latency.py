@@ -71,11 +71,7 @@ def parse_args():
     ap.add_argument("--capacity", type=float, default=None,
                     help="skip calibration: capacity in pps the loads refer to (park default: "
                          "the link's rate / (8 x (1514 + overhead)), 81274 pps at 1 Gbit/s)")
-    ap.add_argument("--quiet", type=float, default=0.15,
-                    help="before each point wait (at most --quiet-wait s) until no CPU is "
-                         "busier than this fraction; recorded per point (default 0.15; <0: off)")
-    ap.add_argument("--quiet-wait", type=float, default=3.0,
-                    help="longest wait for a quiet machine per point, s (default 3)")
+    L.add_quiet_args(ap)
     ap.add_argument("--cdf-load", type=float, default=None,
                     help="load fraction whose CDF is plotted (default 0.5)")
     a = ap.parse_args()

@@ -62,11 +62,7 @@ def parse_args():
                          "(default 8,16,32,64,128,256,512,1024,4096; quick 16,64,256,1024)")
     ap.add_argument("--expiry", default=None,
                     help="expiry thresholds, comma-separated (default 1,2,4; quick 1,2)")
-    ap.add_argument("--quiet", type=float, default=0.15,
-                    help="before each point wait (at most --quiet-wait s) until no CPU is "
-                         "busier than this fraction; recorded per point (default 0.15; <0: off)")
-    ap.add_argument("--quiet-wait", type=float, default=3.0,
-                    help="longest wait for a quiet machine per point, s (default 3)")
+    L.add_quiet_args(ap)
     ap.add_argument("--duration", type=int, default=None,
                     help="seconds per point (default 2, quick 1)")
     a = ap.parse_args()

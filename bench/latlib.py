@@ -38,6 +38,16 @@ STATS_FIELDS = ("packets", "bytes", "stamped", "lat_sum", "lat_min", "lat_max",
                 "last_ns")
 
 
+def add_quiet_args(ap):
+    """The --quiet / --quiet-wait options both experiments share: wait for a
+    quiet machine before each point and record how busy it was."""
+    ap.add_argument("--quiet", type=float, default=0.15,
+                    help="before each point wait (at most --quiet-wait s) until no CPU is "
+                         "busier than this fraction; recorded per point (default 0.15; <0: off)")
+    ap.add_argument("--quiet-wait", type=float, default=3.0,
+                    help="longest wait for a quiet machine per point, s (default 3)")
+
+
 def run(cmd, check=True, timeout=60, **kw):
     """Run CMD (a list), return CompletedProcess with text output."""
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
