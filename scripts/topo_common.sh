@@ -121,3 +121,31 @@ topo_wait_links() {
 	done
 	echo "$PROG: warning: links of $name not ready for IPv6 after 3 s" >&2
 }
+
+# topo_main DEFAULT_PREFIX ARGS...: the up|down|env command line of a
+# topology script. The script defines parse_opts (options of up and env),
+# topo_set_prefix PREFIX (names for down), cmd_up, cmd_down, cmd_env_live
+# and usage.
+topo_main() {
+	local default=$1
+	shift
+	[ $# -ge 1 ] || usage "missing command"
+	local cmd=$1
+	shift
+	case $cmd in
+	up | env) parse_opts "$@" ;;
+	down)
+		[ $# -le 1 ] || usage "too many arguments for down"
+		case ${1:-} in -*) usage "down takes no options, only PREFIX" ;; esac
+		topo_check_prefix "${1:-$default}"
+		topo_set_prefix "${1:-$default}"
+		;;
+	-h | --help | help) usage ;;
+	*) usage "unknown command '$cmd'" ;;
+	esac
+	case $cmd in
+	up) cmd_up ;;
+	down) cmd_down ;;
+	env) cmd_env_live ;;
+	esac
+}

@@ -227,27 +227,10 @@ cmd_env_live() {
 	fi
 }
 
-main() {
-	[ $# -ge 1 ] || usage "missing command"
-	local cmd=$1
-	shift
-	case $cmd in
-	up | env) parse_opts "$@" ;;
-	down)
-		[ $# -le 1 ] || usage "too many arguments for down"
-		case ${1:-} in -*) usage "down takes no options, only PREFIX" ;; esac
-		topo_check_prefix "${1:-nfin}"
-		PREFIX=${1:-nfin}
-		STATE=$TOPO_STATE_DIR/$TOPO-$PREFIX.env
-		;;
-	-h | --help | help) usage ;;
-	*) usage "unknown command '$cmd'" ;;
-	esac
-	case $cmd in
-	up) cmd_up ;;
-	down) cmd_down ;;
-	env) cmd_env_live ;;
-	esac
+# Names for `down PREFIX` (topo_main).
+topo_set_prefix() {
+	PREFIX=$1
+	STATE=$TOPO_STATE_DIR/$TOPO-$PREFIX.env
 }
 
-main "$@"
+topo_main nfin "$@"
