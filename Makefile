@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # nfslice: payload slicing for shallow network functions.
-#   make          build build/nfslice, build/nfslice-pktgen and the BPF objects
+#   make          build build/nfslice, build/nfslice-pktgen, build/nfslice-delay
+#                 and the BPF objects
 #   make test     install deps, build, run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
 #   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
@@ -8,9 +9,9 @@
 
 include mk/common.mk
 
-.PHONY: all bpf loader pktgen unit deps test demo bench clean
+.PHONY: all bpf loader pktgen delay unit deps test demo bench clean
 
-all: loader pktgen
+all: loader pktgen delay
 
 bpf:
 	$(Q)$(MAKE) -C bpf
@@ -20,6 +21,9 @@ loader: bpf
 
 pktgen: bpf
 	$(Q)$(MAKE) -C pktgen
+
+delay:
+	$(Q)$(MAKE) -C delay
 
 unit: bpf
 	$(Q)$(MAKE) -C tests/unit

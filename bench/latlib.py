@@ -28,6 +28,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.join(ROOT, "build")
 PKTGEN = os.path.join(BUILD, "nfslice-pktgen")
 NFSLICE = os.path.join(BUILD, "nfslice")
+DELAY = os.path.join(BUILD, "nfslice-delay")
 SINK_OBJ = os.path.join(BUILD, ".output", "latency_sink.bpf.o")
 PASS_OBJ = os.path.join(BUILD, ".output", "xdp_pass.bpf.o")
 PIN_ROOT = "/sys/fs/bpf/nfsl_lat"
@@ -63,7 +64,7 @@ def ensure_bpffs():
 
 
 def ensure_built():
-    need = [PKTGEN, NFSLICE, SINK_OBJ, PASS_OBJ]
+    need = [PKTGEN, NFSLICE, DELAY, SINK_OBJ, PASS_OBJ]
     if not all(os.path.exists(f) for f in need):
         run(["make", "-C", ROOT, "all"], timeout=600)
     for f in need:

@@ -18,6 +18,10 @@
 #                    the Ethernet wire (FCS 4 + preamble 8 + gap 12), with a
 #                    84 B minimum; 0 counts bare frames (default 24)
 #   --no-nat         no masquerade on the NF server (firewall only)
+#   --nf-delay USEC  hold every packet on its way to the NF server USEC
+#                    microseconds (0-10000000): a delay namespace ${PREFIX}-dly
+#                    on the link runs build/nfslice-delay (see below)
+#   --delay-cpu N    CPU of the delay line (default: any)
 #
 # PREFIX defaults to "nfpk"; the namespaces are ${PREFIX}-cli, ${PREFIX}-slc,
 # ${PREFIX}-nf, ${PREFIX}-srv. As in scripts/rig.sh the veths are created
@@ -37,6 +41,15 @@
 # delivers it by its main table. With nfslice attached to slc0 and slc1, the
 # shaped link carries only sliced headers, both ways. See docs/topologies.md.
 #
+# With --nf-delay the link gets a bump in the wire, an L2 namespace with no
+# addresses: slcnf -- dlya [tc mirred -> TAP dq0 -> nfslice-delay -> dq0 ->
+# tc mirred] dlyb -- nf0, and dlyb -> dlya straight back. Every frame to the
+# NF server (ARP and ND too) arrives USEC later, as if the NF took that long:
+# the payload stays parked that much longer (the store-sizing experiment,
+# PayloadPark Fig. 14). netem, the usual way, is not in this kernel. `up`
+# starts the delay line, `down` stops it and leaves its JSON report in
+# $DELAY_REPORT.
+#
 # Variables that look unused here are printed by cmd_env through ${!v}.
 # shellcheck disable=SC2034
 set -euo pipefail
@@ -51,6 +64,9 @@ readonly TOPO=park
 # back sliced, and the splicer on slc0/slc1 (their egress) restores them.
 readonly CLI_IF=cli0 SLC_CLI_IF=slc0 SLC_SRV_IF=slc1 SLC_NF_IF=slcnf \
 	NF_IF=nf0 SRV_IF=srv0
+# The delay namespace's interfaces (--nf-delay): toward the slicer node,
+# toward the NF server, and the delay line's TAP device.
+readonly DLY_A_IF=dlya DLY_B_IF=dlyb DLY_TAP=dq0
 readonly CLI_IP4=10.212.1.2 SLC_CLI_IP4=10.212.1.1
 readonly SRV_IP4=10.212.2.2 SLC_SRV_IP4=10.212.2.1
 readonly SLC_NF_IP4=10.212.3.1 NF_IP4=10.212.3.2
@@ -86,6 +102,9 @@ OPTIONS:
   --overhead B    per-frame wire overhead the shaper counts, 0-64 (default 24:
                   FCS + preamble + inter-frame gap; 0: bare frames)
   --no-nat        the NF server only filters (no masquerade)
+  --nf-delay USEC hold every packet to the NF server USEC microseconds,
+                  0-10000000 (a delay namespace on the link; default: none)
+  --delay-cpu N   CPU that runs the delay line (default: any)
 PREFIX: letters, digits, '-' or '_', at most 20 characters (default: nfpk)
 EOF
 	exit 2
@@ -112,6 +131,8 @@ parse_opts() {
 	LINK_LIMIT=
 	LINK_OVERHEAD=24
 	NF_NAT=1
+	NF_DELAY_US=
+	DELAY_CPU=
 	local prefix=
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -123,6 +144,16 @@ parse_opts() {
 			--limit) LINK_LIMIT=$2 ;;
 			--overhead) LINK_OVERHEAD=$2 ;;
 			esac
+			shift
+			;;
+		--nf-delay | --delay-cpu)
+			[ $# -ge 2 ] || usage "$1 needs a value"
+			[[ $2 =~ ^[0-9]{1,8}$ ]] || usage "$1 '$2' is not a whole number"
+			if [ "$1" = --nf-delay ]; then
+				NF_DELAY_US=$((10#$2))
+			else
+				DELAY_CPU=$((10#$2))
+			fi
 			shift
 			;;
 		--no-nat) NF_NAT=0 ;;
@@ -183,6 +214,14 @@ parse_opts() {
 	done
 	LINK_BURST=$((10#$LINK_BURST))
 	LINK_LIMIT=$((10#$LINK_LIMIT))
+	if [ -n "$NF_DELAY_US" ] && [ "$NF_DELAY_US" -gt 10000000 ]; then
+		usage "--nf-delay '$NF_DELAY_US' is more than 10000000 us (10 s)"
+	fi
+	if [ -n "$DELAY_CPU" ]; then
+		[ -n "$NF_DELAY_US" ] || usage "--delay-cpu needs --nf-delay"
+		topo_online_cpus | grep -qx "$DELAY_CPU" ||
+			usage "--delay-cpu $DELAY_CPU is not an online CPU ($(tr '\n' ' ' </sys/devices/system/cpu/online))"
+	fi
 	if [ "$NF_NAT" -eq 1 ]; then
 		# What the servers see as the clients' address.
 		NF_SNAT_IP4=$NF_IP4 NF_SNAT_IP6=$NF_IP6
@@ -197,15 +236,21 @@ set_names() {
 	SLC_NS=$PREFIX-slc
 	NF_NS=$PREFIX-nf
 	SRV_NS=$PREFIX-srv
+	DLY_NS=$PREFIX-dly
 	# What the benchmark tools attach nfslice to:
 	#   ip netns exec "$SLICE_NS" nfslice attach $SLICE_IFS
 	SLICE_NS=$SLC_NS
 	SLICE_IFS="$SLC_CLI_IF $SLC_SRV_IF"
 	STATE=$TOPO_STATE_DIR/$TOPO-$PREFIX.env
+	DELAY_PID=$TOPO_STATE_DIR/$TOPO-$PREFIX.delay.pid
+	DELAY_REPORT=$TOPO_STATE_DIR/$TOPO-$PREFIX.delay.json
 }
 
+# The namespaces of the topology; the delay namespace only with --nf-delay
+# (down removes it whenever it exists).
 all_ns() {
 	echo "$CLI_NS" "$SLC_NS" "$NF_NS" "$SRV_NS"
+	[ -z "${NF_DELAY_US:-}" ] || echo "$DLY_NS"
 }
 
 need_tools() {
@@ -222,10 +267,11 @@ cmd_down() {
 	local ns
 	# nfslice domains first: their pins live in the host's bpffs.
 	topo_detach_all "$SLICE_NS"
+	stop_delay
 	# Deleting the namespaces removes the veths, qdiscs, nftables tables,
 	# conntrack state and XDP/tc programs with them. Processes still inside
 	# keep a namespace alive: whoever started them ends them.
-	for ns in $(all_ns); do
+	for ns in $(all_ns) $DLY_NS; do
 		if topo_ns_exists "$ns"; then
 			ip netns delete "$ns" 2>/dev/null ||
 				echo "$PROG: could not delete namespace $ns" >&2
@@ -248,6 +294,72 @@ set_offloads() {
 		>/dev/null 2>&1 || topo_die "ethtool -K $dev in $ns failed"
 }
 
+# The delay line's process: started by up (start_delay), ended by down. The
+# pid file names it; it is signalled only while /proc says it is still
+# nfslice-delay, so a recycled pid is never hit.
+stop_delay() {
+	local pid _
+	[ -r "$DELAY_PID" ] || return 0
+	pid=$(cat -- "$DELAY_PID")
+	if [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null |
+		grep -q nfslice-delay; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 100); do
+			[ -e "/proc/$pid" ] || break
+			sleep 0.02
+		done
+	fi
+	rm -f -- "$DELAY_PID"
+}
+
+# The bump in the wire (--nf-delay): see the header. IPv6 is off in the
+# delay namespace so that it sends nothing of its own into the line.
+make_delay() {
+	local d
+	ip -n "$DLY_NS" link add "$DLY_A_IF" mtu "$MTU" type veth \
+		peer name "$SLC_NF_IF" netns "$SLC_NS" mtu "$MTU"
+	ip -n "$DLY_NS" link add "$DLY_B_IF" mtu "$MTU" type veth \
+		peer name "$NF_IF" netns "$NF_NS" mtu "$MTU"
+	ip -n "$DLY_NS" tuntap add dev "$DLY_TAP" mode tap
+	# Room for bursts between two reads of the delay line (default 500).
+	ip -n "$DLY_NS" link set dev "$DLY_TAP" mtu "$MTU" txqueuelen 10000
+	for d in "$DLY_A_IF" "$DLY_B_IF" "$DLY_TAP"; do
+		ip -n "$DLY_NS" link set dev "$d" up
+		tc -n "$DLY_NS" qdisc add dev "$d" clsact
+	done
+	set_offloads "$DLY_NS" "$DLY_A_IF"
+	set_offloads "$DLY_NS" "$DLY_B_IF"
+	# u32 "match u32 0 0" matches every frame (no matchall classifier here).
+	mirred "$DLY_A_IF" "$DLY_TAP"
+	mirred "$DLY_TAP" "$DLY_B_IF"
+	mirred "$DLY_B_IF" "$DLY_A_IF"
+}
+
+# mirred FROM TO: every frame received on FROM leaves through TO.
+mirred() {
+	tc -n "$DLY_NS" filter add dev "$1" ingress protocol all u32 match u32 0 0 \
+		action mirred egress redirect dev "$2"
+}
+
+start_delay() {
+	local bin=$TOPO_ROOT/build/nfslice-delay cpu=() _
+	[ -x "$bin" ] || topo_die "$bin is missing (run make)"
+	[ -z "$DELAY_CPU" ] || cpu=(--cpu "$DELAY_CPU")
+	rm -f -- "$DELAY_REPORT"
+	ip netns exec "$DLY_NS" setsid "$bin" --dev "$DLY_TAP" --delay "$NF_DELAY_US" \
+		"${cpu[@]}" --json >"$DELAY_REPORT" 2>&1 </dev/null &
+	echo $! >"$DELAY_PID"
+	# Attached once the TAP device has carrier (the kernel sets it when a
+	# process attaches a queue).
+	for _ in $(seq 150); do
+		ip -n "$DLY_NS" link show dev "$DLY_TAP" | grep -q LOWER_UP && return 0
+		kill -0 "$(cat -- "$DELAY_PID")" 2>/dev/null ||
+			topo_die "nfslice-delay exited: $(cat -- "$DELAY_REPORT")"
+		sleep 0.02
+	done
+	topo_die "nfslice-delay did not attach to $DLY_TAP within 3 s"
+}
+
 addr() {
 	local ns=$1 dev=$2 ip4=$3 ip6=$4
 	ip -n "$ns" addr add "$ip4/$NET4_LEN" dev "$dev"
@@ -260,8 +372,12 @@ make_links() {
 		peer name "$SLC_CLI_IF" netns "$SLC_NS" mtu "$MTU"
 	ip -n "$SLC_NS" link add "$SLC_SRV_IF" mtu "$MTU" type veth \
 		peer name "$SRV_IF" netns "$SRV_NS" mtu "$MTU"
-	ip -n "$SLC_NS" link add "$SLC_NF_IF" mtu "$MTU" type veth \
-		peer name "$NF_IF" netns "$NF_NS" mtu "$MTU"
+	if [ -n "$NF_DELAY_US" ]; then
+		make_delay
+	else
+		ip -n "$SLC_NS" link add "$SLC_NF_IF" mtu "$MTU" type veth \
+			peer name "$NF_IF" netns "$NF_NS" mtu "$MTU"
+	fi
 
 	addr "$CLI_NS" "$CLI_IF" "$CLI_IP4" "$CLI_IP6"
 	addr "$SLC_NS" "$SLC_CLI_IF" "$SLC_CLI_IP4" "$SLC_CLI_IP6"
@@ -461,8 +577,14 @@ cmd_up() {
 		ip netns add "$ns"
 		ip -n "$ns" link set dev lo up
 	done
+	mkdir -p -- "$TOPO_STATE_DIR"
+	if [ -n "$NF_DELAY_US" ]; then
+		ip netns exec "$DLY_NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+		ip netns exec "$DLY_NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+	fi
 	ns_sysctls
 	make_links
+	[ -z "$NF_DELAY_US" ] || start_delay
 	make_routes
 	shape_link
 	load_nft
@@ -482,7 +604,8 @@ cmd_env() {
 		NET4_LEN NET6_LEN CLI_NET4 SRV_NET4 LINK_NET4 \
 		CLI_NET6 SRV_NET6 LINK_NET6 MTU RT_TABLE \
 		LINK_RATE LINK_RATE_BPS LINK_BURST LINK_LIMIT LINK_OVERHEAD LINK_MPU \
-		NF_NAT NF_SNAT_IP4 NF_SNAT_IP6 NFT_FAMILY NFT_TABLE NFT_COUNTER; do
+		NF_NAT NF_SNAT_IP4 NF_SNAT_IP6 NFT_FAMILY NFT_TABLE NFT_COUNTER \
+		NF_DELAY_US DELAY_CPU DLY_NS DLY_A_IF DLY_B_IF DLY_TAP DELAY_REPORT; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done
 }
