@@ -5,8 +5,10 @@
 #   1. datapath cost: slicer/splicer ns/packet vs bare baselines (bench/run.sh)
 #   2. loss-free rate, goodput, CPU per core, data movement, sliced vs
 #      unsliced, inline and park topologies (bench/exp_throughput.py)
-#   3. latency CDFs and latency vs load, NFSlicer's method (bench/exp_latency.py)
-#   4. store sizing vs Little's law (bench/exp_sizing.py)
+#   3. park: loss-free goodput sliced vs unsliced against the link rate
+#      (bench/exp_linkrate.py)
+#   4. latency CDFs and latency vs load, NFSlicer's method (bench/exp_latency.py)
+#   5. store sizing vs Little's law at a controlled NF delay (bench/exp_sizing.py)
 # Results (JSON, CSV, PNG) go to bench/results/. QUICK=1 (or --quick) is the
 # smoke mode: every experiment in its short form, under 5 minutes in all; the
 # full suite takes about 20 minutes. Run as root after `make`.
@@ -21,6 +23,7 @@ py=/usr/bin/python3
 
 bench/run.sh ${quick:+--rounds 5}
 "$py" bench/exp_throughput.py "${quick[@]}"
+"$py" bench/exp_linkrate.py "${quick[@]}"
 "$py" bench/exp_latency.py "${quick[@]}"
 "$py" bench/exp_sizing.py "${quick[@]}"
 echo "bench: all results in bench/results/"
