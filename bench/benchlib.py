@@ -5,9 +5,10 @@ Run everything with /usr/bin/python3 as root. Nothing here touches an
 interface it did not create: topologies come from scripts/topo_*.sh under a
 prefix of the caller's, and Topo.down() removes them.
 
-  Topo(kind, prefix, opts)   a topology of scripts/topo_{inline,park}.sh:
+  Topo(kind, prefix, opts)   a topology of scripts/topo_{inline,park}.sh
+                             (scripts/nfsltopo.py's Topo, and):
       .up() / .down()           build / remove (down is idempotent)
-      .env                      its variables (scripts/topo_*.sh env)
+      .env, .ns(role)           its variables (scripts/topo_*.sh env)
       .set_mode(sliced)         nfslice attached to SLICE_IFS (True) or a bare
                                 xdp_pass on the same interfaces (False), so
                                 both runs pay veth's XDP receive path alike
@@ -34,17 +35,17 @@ each time, so every frame leaves as it is in the file.
 import csv
 import json
 import os
-import shlex
 import signal
 import statistics
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import nfsltopo  # noqa: E402
+from nfsltopo import NFSLICE, ROOT, run  # noqa: E402,F401 (benchlib's API)
+
 PKTGEN = Path(os.environ.get("NFSLICE_PKTGEN") or ROOT / "build" / "nfslice-pktgen")
 XDP_PASS = ROOT / "build" / ".output" / "xdp_pass.bpf.o"
 MIX_ENTERPRISE = ROOT / "pktgen" / "mixes" / "enterprise.mix"
@@ -52,17 +53,8 @@ UDP_PORT = 5201          # allowed by the topologies' ACL
 
 
 def log(msg, tag="bench"):
-    print(f"{tag}: {msg}", file=sys.stderr, flush=True)
-
-
-def run(args, timeout=60, check=True):
-    """Run a command (list); CompletedProcess, RuntimeError on failure."""
-    cp = subprocess.run([str(a) for a in args], capture_output=True,
-                        text=True, timeout=timeout)
-    if check and cp.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, args))}: exit {cp.returncode}: "
-                           f"{cp.stderr.strip()[-500:]}")
-    return cp
+    """Print "TAG: MSG" to stderr at once."""
+    nfsltopo.log(msg, tag)
 
 
 def machine():
@@ -81,48 +73,29 @@ def machine():
 
 
 # ----------------------------------------------------------- topology --
-class Topo:
-    """A topology built by scripts/topo_KIND.sh, and nfslice in it."""
+class Topo(nfsltopo.Topo):
+    """A topology built by scripts/topo_KIND.sh, and nfslice in it.
+
+    The runs compare nfslice attached (mode "sliced") with a bare xdp_pass
+    on the same interfaces (mode "pass"); down() undoes either.
+    """
 
     def __init__(self, kind, prefix, opts=(), domain="bench"):
-        self.kind, self.prefix, self.opts = kind, prefix, list(opts)
-        self.script = ROOT / "scripts" / f"topo_{kind}.sh"
-        self.domain = domain
+        """Describe topology KIND under PREFIX, `up` OPTS, nfslice domain
+        DOMAIN; build it with up()."""
+        super().__init__(kind, prefix, opts, domain=domain, tag="bench")
         self.mode = None        # None, "sliced" or "pass"
-        self.env = {}
-
-    def up(self):
-        log(f"building the {self.kind} topology '{self.prefix}'")
-        run([self.script, "up", *self.opts, self.prefix])
-        out = run([self.script, "env", self.prefix]).stdout
-        for line in out.splitlines():
-            k, _, v = line.partition("=")
-            self.env[k] = " ".join(shlex.split(v))
-        return self
-
-    def down(self):
-        """Detach whatever we attached and remove the topology."""
-        try:
-            self._clear()
-        except Exception as e:          # keep going: the namespaces must go
-            log(f"cleanup: {e}")
-        run([self.script, "down", self.prefix], check=False)
-
-    def ns(self, role):
-        return self.env[f"{role.upper()}_NS"]
-
-    def exec(self, role, *args, timeout=60, check=True):
-        return run(["ip", "netns", "exec", self.ns(role), *args],
-                   timeout=timeout, check=check)
-
-    @property
-    def slice_ifs(self):
-        return self.env["SLICE_IFS"].split()
 
     # ------------------------------------------------- slicing or not --
+    def release(self):
+        """What down() undoes first: the current mode (no problems kept:
+        the namespaces go next anyway)."""
+        self._clear()
+        return []
+
     def _clear(self):
         if self.mode == "sliced":
-            self.nfslice("detach", "--name", self.domain, check=False)
+            self.detach(check=False)
         elif self.mode == "pass":
             for dev in self.slice_ifs:
                 run(["ip", "-n", self.ns("slice"), "link", "set", "dev", dev,
@@ -130,13 +103,14 @@ class Topo:
         self.mode = None
 
     def set_mode(self, sliced):
-        """nfslice on SLICE_IFS (sliced) or xdp_pass there (unsliced)."""
+        """nfslice on SLICE_IFS (sliced) or xdp_pass there (unsliced).
+        Raises RuntimeError when the attachment fails."""
         want = "sliced" if sliced else "pass"
         if self.mode == want:
             return
         self._clear()
         if sliced:
-            self.nfslice("attach", "--name", self.domain, *self.slice_ifs)
+            self.attach()
         else:
             for dev in self.slice_ifs:
                 run(["ip", "-n", self.ns("slice"), "link", "set", "dev", dev,
@@ -144,45 +118,24 @@ class Topo:
         self.mode = want
         time.sleep(0.2)                 # links settle after XDP changes
 
-    def nfslice(self, *args, check=True):
-        return self.exec("slice", NFSLICE, *args, check=check)
-
     def stats(self):
         """nfslice stats of the domain ({} when not sliced)."""
         if self.mode != "sliced":
             return {}
-        return json.loads(self.nfslice("stats", "--name", self.domain,
-                                       "--json").stdout)
+        return super().stats()
 
     # ------------------------------------------------------ counters --
-    def nft_counter(self, role, family, table, name):
-        out = self.exec(role, "nft", "-j", "list", "counter", family, table,
-                        name).stdout
-        for o in json.loads(out)["nftables"]:
-            if "counter" in o:
-                return o["counter"]["packets"], o["counter"]["bytes"]
-        raise RuntimeError(f"no nft counter {name}")
-
-    def nf_in(self):
-        """(packets, IP bytes) the NF has forwarded so far."""
-        e = self.env
-        return self.nft_counter("nf", e["NFT_FAMILY"], e["NFT_TABLE"],
-                                e["NFT_COUNTER"])
-
     def link(self, role, dev):
-        return json.loads(run(["ip", "-s", "-j", "-n", self.ns(role), "link",
-                               "show", "dev", dev]).stdout)[0]["stats64"]
-
-    def mac(self, role, dev):
-        return json.loads(run(["ip", "-j", "-n", self.ns(role), "link",
-                               "show", "dev", dev]).stdout)[0]["address"]
+        """stats64 of DEV in ROLE's namespace (nfsltopo link_stats())."""
+        return self.link_stats(role, dev)
 
     def qdisc(self, role, dev):
-        for q in json.loads(run(["tc", "-s", "-j", "-n", self.ns(role),
-                                 "qdisc", "show", "dev", dev]).stdout):
-            if q.get("root"):
-                return q
-        return {}
+        """Root qdisc of DEV with its stats, {} if none (root_qdisc())."""
+        return self.root_qdisc(role, dev)
+
+    def mac(self, role, dev):
+        """MAC address of DEV in ROLE's namespace ("02:..")."""
+        return self.link_info(role, dev)["address"]
 
     # -------------------------------------------------------- traffic --
     def pktgen(self, *, pcap, rate, count, cpu=None, timeout=None):

@@ -41,7 +41,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -52,8 +51,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import cpustat  # noqa: E402
+import nfsltopo  # noqa: E402
+from nfsltopo import NFSLICE  # noqa: E402
 
-NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
 PY = "/usr/bin/python3"
 UDPFLOW = ROOT / "scripts" / "udpflow.py"
 DOMAIN = "topock"
@@ -66,7 +66,7 @@ BACKGROUND_MAX = 0.05
 
 
 def log(msg):
-    print(f"topo_check: {msg}", file=sys.stderr, flush=True)
+    nfsltopo.log(msg, "topo_check")
 
 
 def usage(msg=None):
@@ -76,98 +76,15 @@ def usage(msg=None):
     sys.exit(2)
 
 
-def run(args, timeout=60, check=True, input=None):
-    cp = subprocess.run([str(a) for a in args], capture_output=True,
-                        text=True, timeout=timeout, input=input)
-    if check and cp.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, args))}: exit {cp.returncode}: "
-                           f"{cp.stderr.strip()[-500:]}")
-    return cp
-
-
-class Topo:
-    """A topology built by scripts/topo_KIND.sh and what runs in it."""
+class Topo(nfsltopo.Topo):
+    """A topology of scripts/topo_KIND.sh (nfsltopo.Topo), domain DOMAIN."""
 
     def __init__(self, kind, prefix, opts=()):
-        self.kind, self.prefix, self.opts = kind, prefix, list(opts)
-        self.script = ROOT / "scripts" / f"topo_{kind}.sh"
-        self.procs = []
-        self.attached = False
-        self.env = {}
-
-    def up(self):
-        log(f"building the {self.kind} topology '{self.prefix}'")
-        run([self.script, "up", *self.opts, self.prefix])
-        out = run([self.script, "env", self.prefix]).stdout
-        for line in out.splitlines():
-            k, _, v = line.partition("=")
-            w = shlex.split(v)
-            self.env[k] = " ".join(w)
-
-    def down(self):
-        for p in list(self.procs):
-            self.stop(p)
-        if self.attached:
-            self.detach()
-        run([self.script, "down", self.prefix], check=False)
-
-    def ns(self, role):
-        return self.env[f"{role.upper()}_NS"]
-
-    def exec(self, role, *args, timeout=60, check=True):
-        return run(["ip", "netns", "exec", self.ns(role), *args],
-                   timeout=timeout, check=check)
-
-    def spawn(self, role, *args, stdout=subprocess.DEVNULL,
-              stderr=subprocess.DEVNULL):
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns(role),
-                              *map(str, args)], stdout=stdout, stderr=stderr,
-                             stdin=subprocess.DEVNULL, text=True)
-        self.procs.append(p)
-        return p
-
-    def stop(self, p):
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
-        if p in self.procs:
-            self.procs.remove(p)
-
-    def wait_listen(self, role, port, flag="-Htln"):
-        for _ in range(100):
-            if self.exec(role, "ss", flag, f"sport = :{port}").stdout.strip():
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"nothing listens on port {port} in {self.ns(role)}")
-
-    # -------------------------------------------------------- nfslice --
-    def nfslice(self, *args, check=True):
-        return self.exec("slice", NFSLICE, *args, check=check)
-
-    def attach(self):
-        self.nfslice("attach", "--name", DOMAIN, *self.env["SLICE_IFS"].split())
-        self.attached = True
-
-    def detach(self):
-        self.attached = False
-        self.nfslice("detach", "--name", DOMAIN, check=False)
-
-    def stats(self):
-        return json.loads(self.nfslice("stats", "--name", DOMAIN, "--json").stdout)
-
-    def percpu_counters(self):
-        """{cpu: {counter: value}} of the domain's per-CPU counters map."""
-        st = json.loads(self.nfslice("status", "--name", DOMAIN, "--json").stdout)
-        d = json.loads(run(["bpftool", "map", "dump", "pinned",
-                            st["pins"]["counters"], "-j"]).stdout)
-        return {v["cpu"]: v["value"] for v in d[0]["formatted"]["values"]}
+        """Describe topology KIND under PREFIX, `up` OPTS; see up()."""
+        super().__init__(kind, prefix, opts, domain=DOMAIN, tag="topo_check")
 
     def settle(self):
-        """Stats once the store is empty (bounded wait), else the last."""
+        """Stats once the store is empty (at most 5 s), else the last."""
         st = {}
         for _ in range(50):
             st = self.stats()
@@ -175,33 +92,6 @@ class Topo:
                 break
             time.sleep(0.1)
         return st
-
-    # ------------------------------------------------------- counters --
-    def nft_counter(self, role, family, table, name):
-        out = self.exec(role, "nft", "-j", "list", "counter", family, table,
-                        name).stdout
-        for o in json.loads(out)["nftables"]:
-            if "counter" in o:
-                return o["counter"]["packets"], o["counter"]["bytes"]
-        raise RuntimeError(f"no counter {name}")
-
-    def nf_in(self):
-        e = self.env
-        return self.nft_counter("nf", e["NFT_FAMILY"], e["NFT_TABLE"],
-                                e["NFT_COUNTER"])
-
-    def link_stats(self, role, dev):
-        d = json.loads(run(["ip", "-s", "-j", "-n", self.ns(role), "link",
-                            "show", "dev", dev]).stdout)[0]["stats64"]
-        return d
-
-    def qdisc_stats(self, role, dev):
-        q = json.loads(run(["tc", "-s", "-j", "-n", self.ns(role), "qdisc",
-                            "show", "dev", dev]).stdout)
-        for x in q:
-            if x.get("root"):
-                return x
-        return {}
 
 
 # ------------------------------------------------------------ workloads --
@@ -262,15 +152,13 @@ def inline_mode(topo, sliced, o, sha):
     if sliced:
         topo.attach()
     url = f"http://{e['SRV_IP4']}:{HTTP_PORT}/blob"
-    topo.exec("nf", "nft", "reset", "counter", e["NFT_FAMILY"],
-              e["NFT_TABLE"], e["NFT_COUNTER"])
+    topo.nf_in_reset()
     res["http"] = http_get(topo, url, sha, pin=sc)
     _, b = topo.nf_in()
     res["http"]["nf_bytes"] = b
     log(f"  http: sha256 match {res['http'].get('sha256_match')}")
 
-    topo.exec("nf", "nft", "reset", "counter", e["NFT_FAMILY"],
-              e["NFT_TABLE"], e["NFT_COUNTER"])
+    topo.nf_in_reset()
     res["tcp"] = iperf(topo, "-c", e["SRV_IP4"], duration=o["duration"],
                        pin=sc)
     res["tcp"]["nf_bytes"] = topo.nf_in()[1]
@@ -285,14 +173,14 @@ def inline_mode(topo, sliced, o, sha):
     rx = topo.spawn("srv", "taskset", "-c", sc, PY, UDPFLOW, "recv",
                     IPERF_PORT, "--count", n, "--size", UDP_LEN,
                     "--timeout", 3, stdout=subprocess.PIPE)
-    topo.wait_listen("srv", IPERF_PORT, "-Huln")
+    topo.wait_listen("srv", IPERF_PORT, "udp")
     # /proc/stat is system-wide: measure what the rest of the machine does
     # (half a second, nothing of ours running) to flag polluted numbers.
     b0 = cpustat.snapshot()
     time.sleep(0.5)
     bg = cpustat.delta(b0, cpustat.snapshot(), cpus)
     f0 = fwd()
-    c0 = topo.percpu_counters() if sliced else None
+    c0 = topo.percpu() if sliced else None
     nf0 = topo.nf_in()
     s0 = cpustat.snapshot()
     cp = topo.exec("cli", "taskset", "-c", sc, PY, UDPFLOW, "send",
@@ -300,8 +188,7 @@ def inline_mode(topo, sliced, o, sha):
                    "--rate", o["pps"] * UDP_LEN * 8,
                    timeout=n / o["pps"] + 60)
     s1 = cpustat.snapshot()
-    out, _ = rx.communicate(timeout=30)
-    topo.procs.remove(rx)
+    out = topo.collect(rx, 30)
     f1 = fwd()
     nf1 = topo.nf_in()
     udp = json.loads(out)
@@ -318,7 +205,7 @@ def inline_mode(topo, sliced, o, sha):
         log(f"  warning: the machine was busy before the run "
             f"({udp['background_busy']}): CPU numbers include other work")
     if sliced:
-        c1 = topo.percpu_counters()
+        c1 = topo.percpu()
         udp["sliced_per_cpu"] = {c: c1[c]["sliced"] - c0[c]["sliced"]
                                  for c in cpus}
         udp["spliced_per_cpu"] = {c: c1[c]["spliced"] - c0[c]["spliced"]
@@ -355,7 +242,7 @@ def inline_mode(topo, sliced, o, sha):
         res["stats"] = st
         if st["stale"] or st["bad_token"] or not st["sliced"]:
             fails.append(f"nfslice stats {st}")
-        topo.detach()
+        topo.detach(check=False)
     res["fails"] = fails
     return res
 
@@ -413,8 +300,8 @@ def inline_table(runs, o, e):
 def link_snapshot(topo):
     e = topo.env
     s = topo.link_stats("slc", e["SLC_NF_IF"])
-    qs = topo.qdisc_stats("slc", e["SLC_NF_IF"])
-    qn = topo.qdisc_stats("nf", e["NF_IF"])
+    qs = topo.root_qdisc("slc", e["SLC_NF_IF"])
+    qn = topo.root_qdisc("nf", e["NF_IF"])
     return {"to_nf_bytes": s["tx"]["bytes"], "to_nf_pkts": s["tx"]["packets"],
             "from_nf_bytes": s["rx"]["bytes"],
             "from_nf_pkts": s["rx"]["packets"],
@@ -488,7 +375,7 @@ def park_mode(topo, sliced, o, sha):
         res["stats"] = st
         if st["stale"] or st["bad_token"] or not st["sliced"]:
             fails.append(f"nfslice stats {st}")
-        topo.detach()
+        topo.detach(check=False)
     res["fails"] = fails
     return res
 

@@ -7,20 +7,25 @@ demo or with anybody else's rig. Everything a Rig starts or creates
 (processes, slicing domains, the namespaces themselves) is recorded and
 removed by Rig.destroy(), which the fixtures call from their finalizers, so a
 failing test leaves nothing behind.
+
+The topology handle itself (scripts, namespaces, processes, nfslice,
+counters) is scripts/nfsltopo.py's Topo, shared with the benchmarks and
+scripts/topo_check.py; AssertTopo makes its failures assertions, as the
+tests want them, and is the base of Rig and of test_topologies.py's Topo.
 """
 import atexit
 import json
-import os
-import shlex
 import shutil
-import subprocess
+import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import nfsltopo  # noqa: E402
 # NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
-NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
-RIG_SH = ROOT / "scripts" / "rig.sh"
+from nfsltopo import NFSLICE, ROOT  # noqa: E402,F401 (the tests import them)
+
+RIG_SH = nfsltopo.topo_script("rig")
 # Debian's pytest and scapy live with this interpreter (PLATFORM.md).
 PY = "/usr/bin/python3"
 BPFFS = Path("/sys/fs/bpf")
@@ -54,13 +59,10 @@ def run(args, timeout=30, env=None, input=None):
 
     ENV entries are added to (not substituted for) the current environment.
     Output is captured as text, never checked here: callers assert on it.
+    Raises subprocess.TimeoutExpired after TIMEOUT seconds.
     """
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    return subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, timeout=timeout, env=full_env,
-                          input=input)
+    return nfsltopo.run(args, timeout=timeout, check=False, env=env,
+                        input=input)
 
 
 def describe(cp):
@@ -82,14 +84,7 @@ def poll(cond, timeout, what, interval=0.02):
     how the tests wait for servers and captures: a bounded wait for an
     observable state, never a fixed sleep.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    return nfsltopo.poll(cond, timeout, what, interval, error=AssertionError)
 
 
 def settle(read, timeout=5, interval=0.1):
@@ -119,63 +114,82 @@ def check_accounting(st, loss=0.01):
     assert lost <= loss * st["sliced"], st
 
 
-class Rig:
+class AssertTopo(nfsltopo.Topo):
+    """An nfsltopo.Topo as the tests drive it.
+
+    A failed command is an AssertionError that shows the whole command
+    (describe()); commands get 30 s, listeners 10 s. up() registers
+    destroy() with atexit, the net under the fixtures' finalizers should
+    pytest itself be torn down (destroy is idempotent).
+    """
+
+    Error = AssertionError
+    timeout = 30
+    listen_timeout = 10
+
+    def failure(self, cp):
+        """AssertionError describing CP (describe())."""
+        return AssertionError(describe(cp))
+
+    def up(self):
+        """Build the topology (nfsltopo.Topo.up); self."""
+        atexit.register(self.destroy)
+        return super().up()
+
+    def check(self, role, *args, timeout=None, env=None):
+        """Run ARGS in ROLE's namespace, assert exit 0, return stdout."""
+        return self.exec(role, *args, timeout=timeout, env=env,
+                         check=True).stdout
+
+    def destroy(self):
+        """Remove everything this handle holds, even after a failed test.
+
+        Order matters: processes first (they keep namespaces alive), then
+        what release() undoes (slicing domains: their pins live in the
+        host's bpffs and would outlive the namespaces), then the topology.
+        Returns the problems (failed detaches, a failed `down`), described.
+        """
+        self.stop_all()
+        errors = self.release()
+        cp = self.remove()
+        if cp is not None and cp.returncode != 0:
+            errors.append(describe(cp))
+        return errors
+
+
+class Rig(AssertTopo):
     """One client - DUT - server rig (scripts/rig.sh) and what runs in it.
 
     Namespaces are addressed by role: "cli", "dut", "srv". self.env holds the
     names and addresses `rig.sh env PREFIX` prints (CLI_IP4, SRV_IP6, ...).
+    The nfslice methods take the domain NAME and namespace WHERE (default
+    "default" in the DUT) and reach a domain a test attached by hand too.
     """
 
     ROLES = ("cli", "dut", "srv")
+    nf_role = "dut"
 
     def __init__(self, prefix):
         """Describe the rig PREFIX (does not build it: see up())."""
-        self.prefix = prefix
-        out = must(run([RIG_SH, "env", prefix]))
-        self.env = {}
-        for line in out.splitlines():
-            k, _, v = line.partition("=")
-            # rig.sh quotes values with printf %q (inet\ nfsl_fw).
-            words = shlex.split(v)
-            self.env[k] = words[0] if words else ""
-        self.ns = {r: self.env[f"{r.upper()}_NS"] for r in self.ROLES}
-        self.procs = []
+        super().__init__("rig", prefix)
         self.cookies = {}
-        self.built = False
+        self.read_env()
 
     # ------------------------------------------------------------ life --
     def up(self):
         """Build the rig, pin the veth MACs and learn the netns cookies."""
-        # Mark it built first: a half-built rig must be removed as well.
-        self.built = True
-        # The fixtures' finalizers destroy the rig; this is the net under
-        # them should pytest itself be torn down (destroy is idempotent).
-        atexit.register(self.destroy)
-        must(run([RIG_SH, "up", self.prefix], timeout=60))
+        super().up()
         for role, dev in (("cli", "cli0"), ("dut", "dut0"), ("dut", "dut1"),
                           ("srv", "srv0")):
-            must(run(["ip", "-n", self.ns[role], "link", "set", "dev", dev,
-                      "address", MACS[dev]]))
+            self.run(["ip", "-n", self.ns(role), "link", "set", "dev", dev,
+                      "address", MACS[dev]])
         for role in self.ROLES:
             self.cookies[role] = self.netns_cookie(role)
         return self
 
-    def destroy(self):
-        """Remove everything this rig holds, even after a failed test.
-
-        Order matters: processes first (they keep namespaces alive), then
-        every slicing domain of the rig's namespaces (their pins live in the
-        host's bpffs and would outlive the namespaces), then the rig.
-        """
-        for p in list(self.procs):
-            self.stop(p)
-        errors = self.detach_all()
-        if self.built:
-            cp = run([RIG_SH, "down", self.prefix], timeout=60)
-            if cp.returncode != 0:
-                errors.append(describe(cp))
-            self.built = False
-        return errors
+    def release(self):
+        """What destroy() undoes before the namespaces go: detach_all()."""
+        return self.detach_all()
 
     def detach_all(self):
         """Detach every slicing domain of the rig's namespaces.
@@ -203,53 +217,20 @@ class Rig:
         return errors
 
     # ------------------------------------------------------- processes --
-    def exec(self, where, *args, timeout=30, env=None, input=None):
-        """Run ARGS in namespace WHERE (ip netns exec); CompletedProcess."""
-        return run(["ip", "netns", "exec", self.ns[where], *args],
-                   timeout=timeout, env=env, input=input)
+    def exec(self, where, *args, timeout=None, env=None, input=None,
+             check=False):
+        """Run ARGS in namespace WHERE (ip netns exec); CompletedProcess.
 
-    def check(self, where, *args, timeout=30, env=None):
-        """Run ARGS in WHERE, assert exit 0, return stdout."""
-        return must(self.exec(where, *args, timeout=timeout, env=env))
-
-    def spawn(self, where, *args, stdout=subprocess.DEVNULL,
-              stderr=subprocess.DEVNULL):
-        """Start ARGS in WHERE in the background; tracked for destroy().
-
-        `ip netns exec` execs the command, so the Popen's pid is the
-        command's own: stop() ends exactly the process we started.
+        Unlike nfsltopo.Topo.exec, not checked unless CHECK: the tests
+        assert on failures they provoke.
         """
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns[where],
-                              *map(str, args)], stdout=stdout, stderr=stderr,
-                             stdin=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
-
-    def stop(self, p, timeout=5):
-        """End a process started by spawn(): SIGTERM, then SIGKILL."""
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=timeout)
-        if p in self.procs:
-            self.procs.remove(p)
-        return p.returncode
-
-    def wait_listen(self, where, port, proto="tcp", timeout=10):
-        """Wait (bounded) until something listens on PORT in WHERE."""
-        flag = "-Htln" if proto == "tcp" else "-Huln"
-        poll(lambda: self.exec(where, "ss", flag, f"sport = :{port}").stdout
-             .strip(), timeout, f"a {proto} listener on port {port} in "
-             f"{self.ns[where]}")
+        return super().exec(where, *args, timeout=timeout, env=env,
+                            input=input, check=check)
 
     # ---------------------------------------------------------- links --
     def link(self, where, dev):
         """`ip -j link show dev DEV` in WHERE, as a dict."""
-        return json.loads(must(run(["ip", "-j", "-n", self.ns[where], "link",
-                                    "show", "dev", dev])))[0]
+        return self.link_info(where, dev)
 
     def xdp(self, where, dev):
         """The XDP attachment of DEV as ip reports it, or None."""
@@ -257,13 +238,11 @@ class Rig:
 
     def qdisc_kinds(self, where, dev):
         """Kinds of DEV's qdiscs (e.g. ["noqueue", "clsact"])."""
-        out = must(run(["tc", "-j", "-n", self.ns[where], "qdisc", "show",
-                        "dev", dev]))
-        return [q["kind"] for q in json.loads(out or "[]")]
+        return [q["kind"] for q in self.qdiscs(where, dev)]
 
     def egress_filters(self, where, dev):
         """tc filters on DEV's egress hook (empty without clsact)."""
-        cp = run(["tc", "-j", "-n", self.ns[where], "filter", "show", "dev",
+        cp = run(["tc", "-j", "-n", self.ns(where), "filter", "show", "dev",
                   dev, "egress"])
         if cp.returncode != 0:
             # No clsact qdisc: there is no egress hook to list.
@@ -290,13 +269,14 @@ class Rig:
 
         VIA "netns" uses `ip netns exec` (a new mount namespace: nfslice
         must find the host's bpffs itself), "nsenter" only switches the
-        network namespace. NOBODY drops to uid/gid 65534 first.
+        network namespace. NOBODY drops to uid/gid 65534 first. Not
+        checked: the tests assert on the exit status and messages.
         """
         cmd = [*(AS_NOBODY if nobody else ()), NFSLICE, *args]
         if via == "netns":
-            full = ["ip", "netns", "exec", self.ns[where], *cmd]
+            full = ["ip", "netns", "exec", self.ns(where), *cmd]
         elif via == "nsenter":
-            full = ["nsenter", f"--net=/var/run/netns/{self.ns[where]}", *cmd]
+            full = ["nsenter", f"--net=/var/run/netns/{self.ns(where)}", *cmd]
         else:
             raise ValueError(via)
         return run(full, timeout=timeout, env=env)
@@ -328,30 +308,16 @@ class Rig:
         return self.nfslice_json("stats", "--name", name, where=where)
 
     # ------------------------------------------------------ rig extras --
-    def nft_counter_ref(self):
+    def nf_counter_ref(self):
         """(family, table, name) of the DUT's counter nf_in, per rig.sh env.
 
         rig.sh printed it as NFT_FW_TABLE="inet nfsl_fw" at first and as
         NFT_FAMILY + NFT_TABLE later; accept both.
         """
         if "NFT_TABLE" in self.env:
-            fam, table = self.env["NFT_FAMILY"], self.env["NFT_TABLE"]
-        else:
-            fam, table = self.env["NFT_FW_TABLE"].split()
+            return super().nf_counter_ref()
+        fam, table = self.env["NFT_FW_TABLE"].split()
         return fam, table, self.env["NFT_COUNTER"]
-
-    def nf_in(self):
-        """(packets, bytes) of the DUT's nftables counter nf_in."""
-        out = self.check("dut", "nft", "-j", "list", "counter",
-                         *self.nft_counter_ref())
-        for obj in json.loads(out)["nftables"]:
-            if "counter" in obj:
-                return obj["counter"]["packets"], obj["counter"]["bytes"]
-        raise AssertionError(f"no counter in {out}")
-
-    def nf_in_reset(self):
-        """Zero the nf_in counter."""
-        self.check("dut", "nft", "reset", "counter", *self.nft_counter_ref())
 
     def silence_endpoints(self):
         """Make client and server ignore TCP/UDP they receive.

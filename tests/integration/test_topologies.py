@@ -17,24 +17,19 @@ break: a busy machine lowers goodput, so "at most the link rate" without
 slicing cannot flake, and "at least twice the link rate" with slicing is
 asserted for an offered load of four times the link rate.
 """
-import atexit
 import hashlib
 import json
 import os
-import shlex
 import subprocess
 import sys
 
 import pytest
 
-from nfrig import (NFSLICE, PY, ROOT, check_accounting, describe, must, poll,
-                   run, settle)
+from nfrig import PY, ROOT, AssertTopo, check_accounting, settle
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import udpflow  # noqa: E402
 
-INLINE_SH = ROOT / "scripts" / "topo_inline.sh"
-PARK_SH = ROOT / "scripts" / "topo_park.sh"
 UDPFLOW = ROOT / "scripts" / "udpflow.py"
 DOMAIN = "topo"
 PORT = 5201          # UDP/TCP port both topologies' ACL forwards
@@ -44,104 +39,23 @@ SIZE = 1400          # UDP payload bytes
 PARK_RATE = "50mbit"  # shaped link rate of the park tests
 
 
-class Topo:
-    """A topology built by one of the scripts, and what runs in it."""
+class Topo(AssertTopo):
+    """A topology of scripts/topo_KIND.sh (nfrig.AssertTopo, domain
+    DOMAIN) and the traffic the tests send through it."""
 
-    def __init__(self, script, prefix, *opts):
-        self.script, self.prefix, self.opts = script, prefix, opts
-        self.procs = []
-        self.env = {}
-        self.built = False
+    def __init__(self, kind, prefix, *opts):
+        """Describe topology KIND under PREFIX, `up` OPTS; see up()."""
+        super().__init__(kind, prefix, opts, domain=DOMAIN)
 
-    def up(self):
-        self.built = True
-        atexit.register(self.destroy)
-        must(run([self.script, "up", *self.opts, self.prefix], timeout=60))
-        for line in must(run([self.script, "env", self.prefix])).splitlines():
-            k, _, v = line.partition("=")
-            self.env[k] = " ".join(shlex.split(v))
-        return self
-
-    def destroy(self):
-        """Processes first (they hold namespaces), then the topology; its
-        `down` detaches every nfslice domain of the slicing namespace."""
-        for p in list(self.procs):
-            self.stop(p)
-        if self.built:
-            self.built = False
-            cp = run([self.script, "down", self.prefix], timeout=60)
-            assert cp.returncode == 0, describe(cp)
-
-    def ns(self, role):
-        return self.env[f"{role.upper()}_NS"]
-
-    def exec(self, role, *args, timeout=30, input=None):
-        return run(["ip", "netns", "exec", self.ns(role), *args],
-                   timeout=timeout, input=input)
-
-    def check(self, role, *args, timeout=30):
-        return must(self.exec(role, *args, timeout=timeout))
-
-    def spawn(self, role, *args, stdout=subprocess.DEVNULL):
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns(role),
-                              *map(str, args)], stdout=stdout,
-                             stderr=subprocess.DEVNULL,
-                             stdin=subprocess.DEVNULL, text=True)
-        self.procs.append(p)
-        return p
-
-    def stop(self, p):
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
-        if p in self.procs:
-            self.procs.remove(p)
-
-    def wait_listen(self, role, port, flag):
-        poll(lambda: self.exec(role, "ss", flag, f"sport = :{port}").stdout
-             .strip(), 10, f"a listener on port {port} in {self.ns(role)}")
-
-    # --------------------------------------------------------- nfslice --
-    def nfslice(self, *args):
-        return must(self.exec("slice", NFSLICE, *args, timeout=60))
-
-    def attach(self):
-        self.nfslice("attach", "--name", DOMAIN, *self.env["SLICE_IFS"].split())
-
-    def detach(self):
-        self.nfslice("detach", "--name", DOMAIN)
-
-    def stats(self):
-        return json.loads(self.nfslice("stats", "--name", DOMAIN, "--json"))
+    def teardown(self):
+        """destroy() for the fixtures' finalizers: assert it left nothing
+        behind (a failed detach or `down`)."""
+        errors = self.destroy()
+        assert not errors, "cleanup: " + "\n".join(errors)
 
     def settled_stats(self):
         """Stats once the counters stopped moving (bounded wait)."""
         return settle(self.stats)
-
-    def percpu(self):
-        """{cpu: {counter: value}}: the domain's per-CPU counters map."""
-        st = json.loads(self.nfslice("status", "--name", DOMAIN, "--json"))
-        d = json.loads(must(run(["bpftool", "map", "dump", "pinned",
-                                 st["pins"]["counters"], "-j"])))
-        return {v["cpu"]: v["value"] for v in d[0]["formatted"]["values"]}
-
-    # ------------------------------------------------------- counters --
-    def nft_counter(self, role, family, table, name):
-        out = self.check(role, "nft", "-j", "list", "counter", family, table,
-                         name)
-        for o in json.loads(out)["nftables"]:
-            if "counter" in o:
-                return o["counter"]["packets"], o["counter"]["bytes"]
-        raise AssertionError(f"no counter {name} in {out}")
-
-    def nf_in(self):
-        e = self.env
-        return self.nft_counter("nf", e["NFT_FAMILY"], e["NFT_TABLE"],
-                                e["NFT_COUNTER"])
 
     # ------------------------------------------------------- traffic --
     def udp_flow(self, count, bps, pin=None):
@@ -151,21 +65,19 @@ class Topo:
         rx = self.spawn("srv", *taskset, PY, UDPFLOW, "recv", PORT,
                         "--count", count, "--size", SIZE, "--timeout", 1,
                         stdout=subprocess.PIPE)
-        self.wait_listen("srv", PORT, "-Huln")
-        must(self.exec("cli", *taskset, PY, UDPFLOW, "send",
-                       self.env["SRV_IP4"], PORT, "--count", count, "--size",
-                       SIZE, "--rate", bps, timeout=60))
-        out, _ = rx.communicate(timeout=30)
-        self.procs.remove(rx)
-        return json.loads(out)
+        self.wait_listen("srv", PORT, "udp")
+        self.exec("cli", *taskset, PY, UDPFLOW, "send", self.env["SRV_IP4"],
+                  PORT, "--count", count, "--size", SIZE, "--rate", bps,
+                  timeout=60)
+        return json.loads(self.collect(rx, 30))
 
     def download(self, tmp_path, host, pin=None):
         """curl the served file from the client; its bytes."""
         out = tmp_path / "blob"
         taskset = ["taskset", "-c", str(pin)] if pin is not None else []
-        must(self.exec("cli", *taskset, "curl", "-sS", "--fail", "--max-time",
-                       "60", "-o", out, f"http://{host}:{HTTP_PORT}/blob",
-                       timeout=90))
+        self.exec("cli", *taskset, "curl", "-sS", "--fail", "--max-time",
+                  "60", "-o", out, f"http://{host}:{HTTP_PORT}/blob",
+                  timeout=90)
         data = out.read_bytes()
         out.unlink()
         return data
@@ -188,7 +100,7 @@ def serve_file(topo, tmp_path_factory, pin=None):
     taskset = ["taskset", "-c", str(pin)] if pin is not None else []
     topo.spawn("srv", *taskset, PY, "-m", "http.server", HTTP_PORT, "--bind",
                "::", "--directory", www)
-    topo.wait_listen("srv", HTTP_PORT, "-Htln")
+    topo.wait_listen("srv", HTTP_PORT)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -198,14 +110,14 @@ def inline(tmp_path_factory):
     """The inline topology with an HTTP server pinned to the slicer CPU."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("the inline topology needs two CPUs (this machine has one)")
-    topo = Topo(INLINE_SH, "nfit-inl")
+    topo = Topo("inline", "nfit-inl")
     try:
         topo.up()
         topo.sha = serve_file(topo, tmp_path_factory,
                               pin=topo.env["SLICER_CPU"])
         yield topo
     finally:
-        topo.destroy()
+        topo.teardown()
 
 
 def test_inline_cpu_split_configured(inline):
@@ -302,20 +214,18 @@ def test_inline_http_sliced(inline, tmp_path):
 @pytest.fixture(scope="module")
 def park(tmp_path_factory):
     """The park topology, link shaped to PARK_RATE, with an HTTP server."""
-    topo = Topo(PARK_SH, "nfit-park", "--rate", PARK_RATE)
+    topo = Topo("park", "nfit-park", "--rate", PARK_RATE)
     try:
         topo.up()
         topo.sha = serve_file(topo, tmp_path_factory)
         yield topo
     finally:
-        topo.destroy()
+        topo.teardown()
 
 
 def link_bytes(park):
     """(slicer->NF, NF->slicer) bytes on the shaped link so far."""
-    e = park.env
-    s = json.loads(must(run(["ip", "-s", "-j", "-n", e["SLC_NS"], "link",
-                             "show", "dev", e["SLC_NF_IF"]])))[0]["stats64"]
+    s = park.link_stats("slc", park.env["SLC_NF_IF"])
     return s["tx"]["bytes"], s["rx"]["bytes"]
 
 
@@ -325,11 +235,9 @@ def test_park_wiring(park):
     e = park.env
     rate = int(e["LINK_RATE_BPS"])
     for role, dev in (("slc", e["SLC_NF_IF"]), ("nf", e["NF_IF"])):
-        q = json.loads(must(run(["tc", "-j", "-n", park.ns(role), "qdisc",
-                                 "show", "dev", dev])))
-        root = [x for x in q if x.get("root")]
-        assert root and root[0]["kind"] == "tbf", q
-        assert root[0]["options"]["rate"] * 8 == rate, q
+        root = park.root_qdisc(role, dev)
+        assert root.get("kind") == "tbf", root
+        assert root["options"]["rate"] * 8 == rate, root
     sysctl = lambda role, k: park.check(role, "sysctl", "-n", k).strip()  # noqa: E731
     assert sysctl("slc", "net.ipv4.conf.all.rp_filter") == "0"
     assert sysctl("slc", f"net.ipv4.conf.{e['SLC_NF_IF']}.rp_filter") == "0"
