@@ -9,20 +9,24 @@
 
 include mk/common.mk
 
-.PHONY: all bpf loader pktgen delay unit deps test demo bench clean
+.PHONY: all bpf cli loader pktgen delay unit deps test demo bench clean
 
 all: loader pktgen delay
 
 bpf:
 	$(Q)$(MAKE) -C bpf
 
-loader: bpf
+# The user-space objects the tools share (mk/common.mk CLI_OBJS).
+cli:
+	$(Q)$(MAKE) -C delay cli
+
+loader: bpf cli
 	$(Q)$(MAKE) -C loader
 
-pktgen: bpf
+pktgen: bpf cli
 	$(Q)$(MAKE) -C pktgen
 
-delay:
+delay: cli
 	$(Q)$(MAKE) -C delay
 
 unit: bpf

@@ -57,6 +57,24 @@ def log(msg, tag="bench"):
     nfsltopo.log(msg, tag)
 
 
+def preflight(prog, a, argv):
+    """The start of an experiment's main(): root and the built tools
+    (build/nfslice, build/nfslice-pktgen, xdp_pass) present, the output
+    directory a.out created. Returns the results dict to fill (config,
+    machine, command), or None after printing what is missing (exit 1)."""
+    if os.geteuid() != 0:
+        print(f"{prog}: needs root (namespaces, XDP, BPF)", file=sys.stderr)
+        return None
+    for f in (NFSLICE, PKTGEN, XDP_PASS):
+        if not Path(f).exists():
+            print(f"{prog}: {f} missing: run 'make' first", file=sys.stderr)
+            return None
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    return {"config": dict(vars(a)), "machine": machine(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": " ".join([f"bench/{prog}", *argv])}
+
+
 def machine():
     """Machine description for results files."""
     u = os.uname()

@@ -202,14 +202,11 @@ def plot(rows, a):
 
 def main(argv):
     a = parse(argv)
-    import os
-    if os.geteuid() != 0:
-        print("exp_linkrate.py: needs root (namespaces, XDP, BPF)", file=sys.stderr)
+    results = B.preflight("exp_linkrate.py", a, argv)
+    if results is None:
         return 1
-    Path(a.out).mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    results = {"config": {k: v for k, v in vars(a).items()}, "machine": B.machine(),
-               "command": " ".join(["bench/exp_linkrate.py", *argv]), "points": []}
+    results["points"] = []
     topos = []
     B.cleanup_on_signals(topos)
     for rate in a.rates:

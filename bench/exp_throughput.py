@@ -568,20 +568,11 @@ def csv_rows(results):
 
 def main(argv):
     a = parse(argv)
-    import os
-    if os.geteuid() != 0:
-        print("exp_throughput.py: needs root (namespaces, XDP, BPF)", file=sys.stderr)
+    results = B.preflight("exp_throughput.py", a, argv)
+    if results is None:
         return 1
-    for f in (B.NFSLICE, B.PKTGEN, B.XDP_PASS):
-        if not Path(f).exists():
-            print(f"exp_throughput.py: {f} missing: run 'make' first", file=sys.stderr)
-            return 1
-    Path(a.out).mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    results = {"config": {k: v for k, v in vars(a).items()},
-               "machine": B.machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "command": " ".join(["bench/exp_throughput.py", *argv]),
-               "lossfree": [], "fixed": []}
+    results.update(lossfree=[], fixed=[])
     topos = []
     B.cleanup_on_signals(topos)
     for kind in a.topologies:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Helpers of the latency and store-sizing experiments (issue #3).
 
-- Topology: build/tear down scripts/topo_inline.sh (or topo_park.sh) and read
-  its variables.
+- Topology: scripts/nfsltopo.py's handle on scripts/topo_inline.sh (or
+  topo_park.sh): build, read its variables, tear down.
 - LatencySink: load bpf/latency_sink.bpf.c (build/.output/latency_sink.bpf.o)
   with bpftool, pin it under /sys/fs/bpf/nfsl_lat/TAG, attach it as native
   XDP on the receiving veth (nsenter into the namespace, so the host's bpffs
@@ -18,11 +18,16 @@ create. Units: ns in the sink, us in reports, pps for rates.
 """
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import benchlib  # noqa: E402
+import nfsltopo  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.join(ROOT, "build")
@@ -49,13 +54,9 @@ def add_quiet_args(ap):
                     help="longest wait for a quiet machine per point, s (default 3)")
 
 
-def run(cmd, check=True, timeout=60, **kw):
-    """Run CMD (a list), return CompletedProcess with text output."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    if check and p.returncode != 0:
-        raise RuntimeError("%s: exit %d: %s" % (" ".join(map(shlex.quote, cmd)),
-                                                 p.returncode, p.stderr.strip()))
-    return p
+# run(ARGS, timeout=60, check=True): scripts/nfsltopo.py's (RuntimeError on
+# a non-zero exit when CHECK).
+run = nfsltopo.run
 
 
 def ensure_bpffs():
@@ -74,35 +75,9 @@ def ensure_built():
 
 # --- topology -------------------------------------------------------------
 
-class Topology:
-    """scripts/topo_KIND.sh up/down/env with PREFIX; .env holds its variables."""
-
-    def __init__(self, kind="inline", prefix="nflat", up_args=()):
-        self.kind, self.prefix, self.up_args = kind, prefix, list(up_args)
-        self.script = os.path.join(ROOT, "scripts", "topo_%s.sh" % kind)
-        self.env = {}
-
-    def up(self):
-        run([self.script, "up"] + self.up_args + [self.prefix], timeout=120)
-        out = run([self.script, "env", self.prefix]).stdout
-        for line in out.splitlines():
-            if "=" in line:
-                k, v = line.split("=", 1)
-                vals = shlex.split(v)
-                self.env[k] = vals[0] if len(vals) == 1 else " ".join(vals)
-        return self
-
-    def down(self):
-        run([self.script, "down", self.prefix], check=False, timeout=120)
-
-    def __getitem__(self, k):
-        return self.env[k]
-
-    def __enter__(self):
-        return self.up()
-
-    def __exit__(self, *a):
-        self.down()
+# scripts/nfsltopo.py's handle: Topology(KIND, PREFIX, UP_OPTS).up(), .env,
+# .down() (the same class bench/benchlib.py and the tests use).
+Topology = nfsltopo.Topo
 
 
 def nsenter(ns, cmd):
@@ -341,18 +316,9 @@ def nfslice_stats(ns, name="lat"):
 
 
 def machine():
-    u = os.uname()
-    cpu = ""
-    try:
-        for l in open("/proc/cpuinfo"):
-            if l.startswith("model name"):
-                cpu = l.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"kernel": u.release, "machine": u.machine, "cpu": cpu,
-            "ncpu": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC",
-                                                          time.gmtime())}
+    """Machine description for results files (benchlib's, with the date)."""
+    return {**benchlib.machine(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
 
 
 # --- background load --------------------------------------------------------

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+#include "cli.h"
+
 #define DL_NAME "nfslice-delay"
 /* Largest frame held, bytes: an MTU-1500 Ethernet frame (1514 B) fits;
  * a read that fills the buffer may have been cut, so it is dropped. */
@@ -106,6 +108,7 @@ int dl_tap_open(const char *dev);
 __u64 dl_now_ns(void);
 void dl_report(const struct dl_opts *o, const struct dl_line *l,
 	       const struct dl_stats *s);
-int dl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "nfslice-delay: MESSAGE"; -1. */
+#define dl_err(...) nfsl_msg(DL_NAME ": ", __VA_ARGS__)
 
 #endif /* NFSL_DELAY_H */

@@ -28,18 +28,6 @@
 
 static volatile sig_atomic_t stopping;
 
-int dl_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(DL_NAME ": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
 #define OFF(f) offsetof(struct dl_opts, f)
 
 static const struct nfsl_opt table[] = {
@@ -92,17 +80,6 @@ static const struct nfsl_cmd cmd = {
 static void on_signal(int sig)
 {
 	stopping = 1;
-}
-
-static void catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	/* No SA_RESTART: the signal ends ppoll(). */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 }
 
 /* Release every frame due by @now, oldest first. */
@@ -249,7 +226,8 @@ int main(int argc, char **argv)
 	}
 	/* Wake on time: the default 50 us slack would add to every hold. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	catch_signals();
+	/* The signals end ppoll(). */
+	nfsl_catch_stop_signals(on_signal);
 	fd = dl_tap_open(o.dev);
 	if (fd < 0)
 		goto out;

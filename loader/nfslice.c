@@ -27,18 +27,6 @@ static const struct nfsl_cmd *const cmds[] = {
 static bool verbose;
 bool nfsl_quiet_libs;
 
-int nfsl_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nfslice: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
 int nfsl_require_root(void)
 {
 	if (geteuid() == 0)

@@ -4,13 +4,14 @@
 #define NFSL_NFSLICE_H
 
 #include <stdbool.h>
+#include "cli.h"
 #include "params.h"
 
 extern const struct nfsl_cmd nfsl_cmd_attach, nfsl_cmd_detach,
 	nfsl_cmd_status, nfsl_cmd_stats;
 
 /* Print "nfslice: <msg>" to stderr; returns -1 for `return nfsl_err(...)`. */
-int nfsl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define nfsl_err(...) nfsl_msg("nfslice: ", __VA_ARGS__)
 
 /* Explain a failure to find the domain's pins (-ENOENT: no bpffs or no
  * domain), naming the fix. Returns -1. */

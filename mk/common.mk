@@ -20,7 +20,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
 	-Wall -Werror -Wno-unused-function
 CFLAGS ?= -g -O2
 CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-	-I$(ROOT)/include -I$(OUTPUT)
+	-I$(ROOT)/include -I$(ROOT)/userspace -I$(ROOT)/loader -I$(OUTPUT)
 BPF_LIBS := -lxdp -lbpf -lelf -lz
 
 BPF_DEPS := $(wildcard $(ROOT)/include/*.h $(ROOT)/bpf/*.h)
@@ -36,6 +36,23 @@ endif
 
 $(OUTPUT) $(BUILD):
 	$(Q)mkdir -p $@
+
+# User-space pieces every tool links: the declared option tables
+# (loader/params.c) and messages/signals (userspace/cli.c).
+# The top Makefile builds them once (target cli) before the tools, so that
+# parallel sub-makes never write the same object.
+CLI_OBJS := $(OUTPUT)/params.o $(OUTPUT)/cli.o
+
+cli: $(CLI_OBJS)
+.PHONY: cli
+
+$(OUTPUT)/params.o: $(ROOT)/loader/params.c $(ROOT)/loader/params.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/cli.o: $(ROOT)/userspace/cli.c $(ROOT)/userspace/cli.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUTPUT)/%.bpf.o: $(ROOT)/bpf/%.bpf.c $(BPF_DEPS) | $(OUTPUT)
 	$(call msg,BPF,$@)

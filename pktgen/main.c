@@ -20,29 +20,6 @@
 
 static bool verbose;
 
-int pg_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(PG_NAME ": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
-void pg_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(PG_NAME ": warning: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static int print_libbpf(enum libbpf_print_level level, const char *fmt,
 			va_list ap)
 {
@@ -55,17 +32,6 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt,
 static void on_signal(int sig)
 {
 	pg_stop();
-}
-
-static void catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	/* No SA_RESTART: the signal interrupts BPF_PROG_RUN and the sleep. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 }
 
 int main(int argc, char **argv)
@@ -89,7 +55,8 @@ int main(int argc, char **argv)
 		       "the veth peer need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN");
 		goto out;
 	}
-	catch_signals();
+	/* The signals interrupt BPF_PROG_RUN and the pacing sleep. */
+	nfsl_catch_stop_signals(on_signal);
 	if (pg_peer_prepare(&cfg, &peer, &res.peer))
 		goto out;
 	if (pg_run(&cfg, &res))

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <linux/types.h>
 
+#include "cli.h"
 #include "pktgen.h"
 
 #define PG_NAME "nfslice-pktgen"
@@ -144,8 +145,9 @@ struct pg_result {
 	enum pg_peer_state peer;
 };
 
-int pg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void pg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "nfslice-pktgen: MESSAGE" on stderr; pg_err returns -1. */
+#define pg_err(...) nfsl_msg(PG_NAME ": ", __VA_ARGS__)
+#define pg_warn(...) ((void)nfsl_msg(PG_NAME ": warning: ", __VA_ARGS__))
 
 /* options.c */
 int pg_parse(int argc, char **argv, struct pg_opts *o);
