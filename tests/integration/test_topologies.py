@@ -16,10 +16,15 @@ byte. The goodput assertions have wide margins in the direction load cannot
 break: a busy machine lowers goodput, so "at most the link rate" without
 slicing cannot flake, and "at least twice the link rate" with slicing is
 asserted for an offered load of four times the link rate.
+
+park --nf-delay: pings take at least twice the delay, a sliced UDP flow
+arrives intact through the delay line, and `down` stops the line, whose
+report counts every frame and no hold shorter than the delay.
 """
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -308,3 +313,42 @@ def test_park_goodput_over_link(park, sliced):
         assert to_nf <= 0.1, (to_nf, res)
         if res["received"] == count:
             assert res["sha256"] == expected_sha256(count)
+
+
+PARK_DELAY_US = 2000  # --nf-delay of the delay-line test
+
+
+def test_park_nf_delay_line():
+    """--nf-delay: every packet to the NF server waits in the delay line
+    (build/nfslice-delay in the bump-in-the-wire namespace), sliced traffic
+    still arrives intact, and `down` stops the line and leaves its report,
+    which counts every frame and no hold below the delay."""
+    topo = Topo("park", "nfit-pkd", "--rate", PARK_RATE, "--nf-delay",
+                PARK_DELAY_US)
+    try:
+        topo.up()
+        e = topo.env
+        pid = int(open(f"/run/nfslice-topo/park-{topo.prefix}.delay.pid").read())
+        # Request and reply each cross the line once: RTT >= 2 x delay.
+        out = topo.check("cli", "ping", "-c", "3", "-i", "0.2", "-W", "2",
+                         e["SRV_IP4"])
+        rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
+        assert len(rtts) == 3 and min(rtts) >= 2 * PARK_DELAY_US / 1000, out
+        topo.attach()
+        count = 1000
+        res = topo.udp_flow(count, 40 * 10**6)
+        st = topo.settled_stats()
+        topo.detach()
+        assert (res["received"], res["corrupt"]) == (count, 0), res
+        assert res["sha256"] == expected_sha256(count), res
+        assert st["sliced"] >= count, st
+        check_accounting(st)
+        assert (st["stale"], st["evicted"], st["bad_token"]) == (0, 0, 0), st
+    finally:
+        topo.teardown()
+    assert not os.path.exists(f"/proc/{pid}"), "down left nfslice-delay running"
+    rep = json.loads(open(e["DELAY_REPORT"]).read().strip().splitlines()[-1])
+    assert rep["delay_us"] == PARK_DELAY_US, rep
+    assert rep["frames_in"] == rep["frames_out"] >= count, rep
+    assert (rep["dropped_full"], rep["dropped_big"], rep["left"]) == (0, 0, 0), rep
+    assert rep["hold_us"]["min"] >= PARK_DELAY_US, rep
