@@ -247,8 +247,11 @@ def plot(out, a):
         Ls = [r["littles_L"] for r in summ if r["littles_L"]]
         Lm = statistics.median(Ls) if Ls else None
         Ws = [r["mean_delay_us"] for r in summ if r["mean_delay_us"]]
+        # Lost frames are the stale ones here (the table has both); the
+        # other cost of a small store is packets sent on unsliced.
         for ax, key, lab in ((row[0], "stale_pct", "premature evictions: stale (% of sent)"),
-                             (row[1], "lost_pct", "frames lost (% of sent)")):
+                             (row[1], "unsliced_pct",
+                              "no free slot, sent unsliced (% of sent)")):
             for exp in a.expiry:
                 rs = [r for r in summ if r["expiry"] == exp]
                 x = [r["slots"] for r in rs]
