@@ -11,7 +11,7 @@
 #   5. store sizing vs Little's law at a controlled NF delay (bench/exp_sizing.py)
 # Results (JSON, CSV, PNG) go to bench/results/. QUICK=1 (or --quick) is the
 # smoke mode: every experiment in its short form, under 5 minutes in all; the
-# full suite takes about 20 minutes. Run as root after `make`.
+# full suite takes about 25 minutes. Run as root after `make`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
