@@ -27,10 +27,10 @@
 
 struct dl_opts {
 	const char *dev; /* TAP device */
-	__u32 delay_us;  /* hold time, us */
-	__u32 queue;     /* frames the line holds at most */
-	__u32 cpu;       /* CPU to run on; UINT32_MAX: any */
-	__u32 duration;  /* seconds; 0: until SIGINT/SIGTERM */
+	__u32 delay_us; /* hold time, us */
+	__u32 queue; /* frames the line holds at most */
+	__u32 cpu; /* CPU to run on; UINT32_MAX: any */
+	__u32 duration; /* seconds; 0: until SIGINT/SIGTERM */
 	bool json;
 };
 
@@ -46,20 +46,20 @@ struct dl_frame {
  * order, so the head is always the next frame to release. */
 struct dl_line {
 	struct dl_frame *ring;
-	__u32 size;  /* slots */
-	__u32 head;  /* oldest frame */
+	__u32 size; /* slots */
+	__u32 head; /* oldest frame */
 	__u32 count; /* frames held */
 };
 
 struct dl_stats {
 	__u64 in, out, bytes_out;
 	__u64 dropped_full; /* line full when the frame arrived */
-	__u64 dropped_big;  /* frame of DL_FRAME_MAX bytes or more */
-	__u64 write_err;    /* write to the TAP device failed */
-	__u64 left;         /* still held at exit, not sent */
-	__u32 max_held;     /* most frames held at once */
+	__u64 dropped_big; /* frame of DL_FRAME_MAX bytes or more */
+	__u64 write_err; /* write to the TAP device failed */
+	__u64 left; /* still held at exit, not sent */
+	__u32 max_held; /* most frames held at once */
 	__u64 hold_min_ns, hold_max_ns, hold_sum_ns;
-	__u64 *hist;        /* DL_HIST_BUCKETS counters of hold time, 1 us each */
+	__u64 *hist; /* DL_HIST_BUCKETS counters of hold time, 1 us each */
 	double elapsed_s;
 };
 
@@ -106,8 +106,7 @@ __u64 dl_stats_quantile_us(const struct dl_stats *s, double q);
 int dl_tap_open(const char *dev);
 
 __u64 dl_now_ns(void);
-void dl_report(const struct dl_opts *o, const struct dl_line *l,
-	       const struct dl_stats *s);
+void dl_report(const struct dl_opts *o, const struct dl_line *l, const struct dl_stats *s);
 /* Print "nfslice-delay: MESSAGE"; -1. */
 #define dl_err(...) nfsl_msg(DL_NAME ": ", __VA_ARGS__)
 

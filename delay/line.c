@@ -8,7 +8,7 @@
 
 int dl_line_init(struct dl_line *l, __u32 size)
 {
-	*l = (struct dl_line){ .size = size };
+	*l = (struct dl_line){.size = size};
 	l->ring = calloc(size, sizeof(*l->ring));
 	return l->ring ? 0 : -ENOMEM;
 }
@@ -21,7 +21,7 @@ void dl_line_free(struct dl_line *l)
 
 int dl_stats_init(struct dl_stats *s)
 {
-	*s = (struct dl_stats){ .hold_min_ns = ~0ULL };
+	*s = (struct dl_stats){.hold_min_ns = ~0ULL};
 	s->hist = calloc(DL_HIST_BUCKETS, sizeof(*s->hist));
 	return s->hist ? 0 : -ENOMEM;
 }

@@ -31,19 +31,18 @@ static volatile sig_atomic_t stopping;
 #define OFF(f) offsetof(struct dl_opts, f)
 
 static const struct nfsl_opt table[] = {
-	{ "dev", NFSL_OPT_STR, OFF(dev), .metavar = "IFACE",
-	  .help = "TAP device to attach to (required; created if absent)" },
-	{ "delay", NFSL_OPT_U32, OFF(delay_us), 0, 10000000, .metavar = "USEC",
-	  .help = "hold time in microseconds, 0-10000000 (required)" },
-	{ "queue", NFSL_OPT_U32, OFF(queue), 1, 1U << 20, .metavar = "FRAMES",
-	  .help = "frames held at most, 2 KiB each (default 16384)" },
-	{ "cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
-	  .help = "run on CPU N (default: wherever the scheduler puts it)" },
-	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400, .metavar = "SECONDS",
-	  .help = "stop after SECONDS (default: at SIGINT or SIGTERM)" },
-	{ "json", NFSL_OPT_FLAG, OFF(json),
-	  .help = "print the result as one JSON object" },
-	{ NULL },
+	{"dev", NFSL_OPT_STR, OFF(dev), .metavar = "IFACE",
+	 .help = "TAP device to attach to (required; created if absent)"},
+	{"delay", NFSL_OPT_U32, OFF(delay_us), 0, 10000000, .metavar = "USEC",
+	 .help = "hold time in microseconds, 0-10000000 (required)"},
+	{"queue", NFSL_OPT_U32, OFF(queue), 1, 1U << 20, .metavar = "FRAMES",
+	 .help = "frames held at most, 2 KiB each (default 16384)"},
+	{"cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
+	 .help = "run on CPU N (default: wherever the scheduler puts it)"},
+	{"duration", NFSL_OPT_U32, OFF(duration), 1, 86400, .metavar = "SECONDS",
+	 .help = "stop after SECONDS (default: at SIGINT or SIGTERM)"},
+	{"json", NFSL_OPT_FLAG, OFF(json), .help = "print the result as one JSON object"},
+	{NULL},
 };
 
 static const struct dl_opts defaults = {
@@ -56,22 +55,21 @@ static const struct nfsl_cmd cmd = {
 	.name = "delay",
 	.prog = DL_NAME,
 	.summary = "hold every frame of a TAP device for a fixed time",
-	.description =
-		"Reads every frame that the kernel sends out of the TAP device IFACE\n"
-		"and writes it back into IFACE (the kernel receives it there) USEC\n"
-		"microseconds after it was read, in arrival order. Frames that find\n"
-		"the line full (--queue) or are 2048 bytes or longer are dropped and\n"
-		"counted; frames still held at exit are counted as left. Wire it into\n"
-		"a path with tc mirred, as scripts/topo_park.sh --nf-delay does: the\n"
-		"stand-in for an NF's processing delay when sizing the payload store\n"
-		"(PayloadPark §6.2.4, Fig. 14; Little's law L = rate x delay).\n"
-		"\n"
-		"Reports frames in and out, drops, and the hold time each frame got\n"
-		"(min, mean, p50, p99, max in us; p50/p99 to 1 us) and the most frames\n"
-		"held at once, on SIGINT/SIGTERM or after --duration. Hold times are\n"
-		"never below USEC; above it by the wakeup latency (timer slack is set\n"
-		"to 1 ns). Exit 0 after a report, 1 on a system error, 2 on bad\n"
-		"arguments.",
+	.description = "Reads every frame that the kernel sends out of the TAP device IFACE\n"
+		       "and writes it back into IFACE (the kernel receives it there) USEC\n"
+		       "microseconds after it was read, in arrival order. Frames that find\n"
+		       "the line full (--queue) or are 2048 bytes or longer are dropped and\n"
+		       "counted; frames still held at exit are counted as left. Wire it into\n"
+		       "a path with tc mirred, as scripts/topo_park.sh --nf-delay does: the\n"
+		       "stand-in for an NF's processing delay when sizing the payload store\n"
+		       "(PayloadPark §6.2.4, Fig. 14; Little's law L = rate x delay).\n"
+		       "\n"
+		       "Reports frames in and out, drops, and the hold time each frame got\n"
+		       "(min, mean, p50, p99, max in us; p50/p99 to 1 us) and the most frames\n"
+		       "held at once, on SIGINT/SIGTERM or after --duration. Hold times are\n"
+		       "never below USEC; above it by the wakeup latency (timer slack is set\n"
+		       "to 1 ns). Exit 0 after a report, 1 on a system error, 2 on bad\n"
+		       "arguments.",
 	.opts = table,
 	.opts_size = sizeof(struct dl_opts),
 	.defaults = &defaults,
@@ -102,8 +100,7 @@ static void release(int fd, struct dl_line *l, struct dl_stats *s, __u64 now)
 
 /* Read the frames waiting, at most DL_READ_BURST, stopping early when the
  * head of the line falls due. Returns 0, or -errno on a read error. */
-static int receive(int fd, struct dl_line *l, struct dl_stats *s,
-		   __u64 delay_ns)
+static int receive(int fd, struct dl_line *l, struct dl_stats *s, __u64 delay_ns)
 {
 	static __u8 scratch[DL_FRAME_MAX];
 	struct dl_frame *f, *head;
@@ -139,11 +136,10 @@ static int receive(int fd, struct dl_line *l, struct dl_stats *s,
 	return 0;
 }
 
-static int run(int fd, const struct dl_opts *o, struct dl_line *l,
-	       struct dl_stats *s)
+static int run(int fd, const struct dl_opts *o, struct dl_line *l, struct dl_stats *s)
 {
 	__u64 delay_ns = (__u64)o->delay_us * 1000, start, end, now, wake;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	struct dl_frame *head;
 	struct timespec ts;
 	int err;
@@ -173,8 +169,7 @@ static int run(int fd, const struct dl_opts *o, struct dl_line *l,
 		if (err < 0 && errno != EINTR)
 			return dl_err("poll on %s failed: %s", o->dev, strerror(errno));
 		if (pfd.revents & (POLLERR | POLLHUP | POLLNVAL))
-			return dl_err("%s went away (poll revents 0x%x)", o->dev,
-				      pfd.revents);
+			return dl_err("%s went away (poll revents 0x%x)", o->dev, pfd.revents);
 	}
 	s->left = l->count;
 	s->elapsed_s = (dl_now_ns() - start) / 1e9;
@@ -189,7 +184,8 @@ static int pin_cpu(__u32 cpu)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		return dl_err("--cpu %u: cannot run there: %s (see "
-			      "/sys/devices/system/cpu/online)", cpu, strerror(errno));
+			      "/sys/devices/system/cpu/online)",
+			      cpu, strerror(errno));
 	return 0;
 }
 
@@ -208,8 +204,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (strlen(o.dev) >= IFNAMSIZ) {
-		dl_err("--dev '%s' is longer than %d characters: give an interface name",
-		       o.dev, IFNAMSIZ - 1);
+		dl_err("--dev '%s' is longer than %d characters: give an interface name", o.dev,
+		       IFNAMSIZ - 1);
 		goto out;
 	}
 	if (o.delay_us == UINT32_MAX) {
@@ -221,7 +217,8 @@ int main(int argc, char **argv)
 		goto out;
 	if (dl_line_init(&line, o.queue) || dl_stats_init(&stats)) {
 		dl_err("cannot allocate a line of %u frames (%zu bytes each): "
-		       "give a smaller --queue", o.queue, sizeof(struct dl_frame));
+		       "give a smaller --queue",
+		       o.queue, sizeof(struct dl_frame));
 		goto out;
 	}
 	/* Wake on time: the default 50 us slack would add to every hold. */

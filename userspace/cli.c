@@ -20,7 +20,7 @@ int nfsl_msg(const char *prefix, const char *fmt, ...)
 
 void nfsl_catch_stop_signals(void (*handler)(int))
 {
-	struct sigaction sa = { .sa_handler = handler };
+	struct sigaction sa = {.sa_handler = handler};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

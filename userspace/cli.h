@@ -7,8 +7,7 @@
  * nfsl_msg - print PREFIX, the formatted message and a newline on stderr.
  * Returns -1, so that "return tool_err(...);" reports and fails at once.
  */
-int nfsl_msg(const char *prefix, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int nfsl_msg(const char *prefix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
  * nfsl_catch_stop_signals - call @handler on SIGINT, SIGTERM and SIGHUP.
