@@ -104,56 +104,19 @@ cmd_down() {
 	done
 }
 
-# Offloads of every rig veth (called inside its namespace):
-# - tx off: a local socket's packets otherwise carry CHECKSUM_PARTIAL (L4
-#   checksum not yet computed). The slicer derives the payload's checksum
-#   sum from the received L4 checksum, so packets must carry full checksums
-#   as they do when they arrive from a wire (PLATFORM.md).
-# - tso/gso off on the senders: each TCP segment then crosses the DUT as its
-#   own MTU-sized packet, as on a wire, instead of a 64 KB GSO super-packet
-#   that the slicer (a non-frags XDP program) cannot see as one frame and
-#   that no real NF port would receive.
-# - gro off on the receivers: with an XDP program on a veth the kernel runs
-#   the veth's NAPI path, and GRO there could merge forwarded segments back
-#   into super-packets before the NF / tc egress splicer. GRO is not needed
-#   for XDP_PASS (only for XDP_REDIRECT into a veth whose peer has no XDP
-#   program, which the rig does not use).
-set_offloads() {
-	local ns=$1 dev=$2
-	ip netns exec "$ns" ethtool -K "$dev" tx off tso off gso off gro off \
-		>/dev/null 2>&1 ||
-		die "ethtool -K $dev in $ns failed"
-}
-
-# addr NS DEV IP4 IP6: bring DEV up with its addresses. nodad: the IPv6
-# address is usable at once instead of after ~1-2 s of duplicate address
-# detection (nothing else can be on a rig's point-to-point link; cmd_up
-# also turns DAD off for the link-local addresses).
-addr() {
-	local ns=$1 dev=$2 ip4=$3 ip6=$4
-	ip -n "$ns" link set dev "$dev" mtu "$MTU"
-	ip -n "$ns" addr add "$ip4/$NET4_LEN" dev "$dev"
-	ip -n "$ns" -6 addr add "$ip6/$NET6_LEN" dev "$dev" nodad
-	ip -n "$ns" link set dev "$dev" up
-}
-
 make_links() {
-	# Create each veth pair inside its namespaces, so no rig interface ever
-	# exists in (or can clash with) the root namespace.
-	ip -n "$CLI_NS" link add "$CLI_IF" mtu "$MTU" type veth \
-		peer name "$DUT_IN" netns "$DUT_NS" mtu "$MTU"
-	ip -n "$DUT_NS" link add "$DUT_OUT" mtu "$MTU" type veth \
-		peer name "$SRV_IF" netns "$SRV_NS" mtu "$MTU"
+	topo_veth "$CLI_NS" "$CLI_IF" "$DUT_NS" "$DUT_IN"
+	topo_veth "$DUT_NS" "$DUT_OUT" "$SRV_NS" "$SRV_IF"
 
-	addr "$CLI_NS" "$CLI_IF" "$CLI_IP4" "$CLI_IP6"
-	addr "$DUT_NS" "$DUT_IN" "$DUT_IN_IP4" "$DUT_IN_IP6"
-	addr "$DUT_NS" "$DUT_OUT" "$DUT_OUT_IP4" "$DUT_OUT_IP6"
-	addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
+	topo_addr "$CLI_NS" "$CLI_IF" "$CLI_IP4" "$CLI_IP6"
+	topo_addr "$DUT_NS" "$DUT_IN" "$DUT_IN_IP4" "$DUT_IN_IP6"
+	topo_addr "$DUT_NS" "$DUT_OUT" "$DUT_OUT_IP4" "$DUT_OUT_IP6"
+	topo_addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
 
-	set_offloads "$CLI_NS" "$CLI_IF"
-	set_offloads "$DUT_NS" "$DUT_IN"
-	set_offloads "$DUT_NS" "$DUT_OUT"
-	set_offloads "$SRV_NS" "$SRV_IF"
+	topo_offloads "$CLI_NS" "$CLI_IF"
+	topo_offloads "$DUT_NS" "$DUT_IN"
+	topo_offloads "$DUT_NS" "$DUT_OUT"
+	topo_offloads "$SRV_NS" "$SRV_IF"
 }
 
 make_routes() {

@@ -238,27 +238,12 @@ def inline_mode(topo, sliced, o, sha):
             fails.append(f"sliced per CPU {sl}: not (nearly) all on CPU {sc}")
         if sp[nc] < udp["received"] or sum(sp.values()) != sp[nc]:
             fails.append(f"spliced per CPU {sp}: not all on CPU {nc}")
-        st = topo.settle()
-        res["stats"] = st
-        if st["stale"] or st["bad_token"] or not st["sliced"]:
-            fails.append(f"nfslice stats {st}")
-        topo.detach(check=False)
-    res["fails"] = fails
-    return res
+    return finish(topo, sliced, res, fails)
 
 
 def inline_table(runs, o, e):
     sc, nc = e["SLICER_CPU"], e["NF_CPU"]
-    rows = [("", *runs.keys())]
-
-    def add(label, f):
-        vals = []
-        for r in runs.values():
-            try:
-                vals.append(f(r))
-            except (KeyError, TypeError, ZeroDivisionError):
-                vals.append("-")
-        rows.append((label, *vals))
+    rows, add = table(runs)
     add("HTTP download sha256 match", lambda r: str(r["http"]["sha256_match"]))
     add("  NF bytes per delivered byte",
         lambda r: f"{r['http']['nf_bytes'] / r['http']['bytes']:.3f}")
@@ -370,27 +355,11 @@ def park_mode(topo, sliced, o, sha):
             if not sliced and r["to_nf_per_byte"] < 1.0:
                 fails.append(f"{k}: {r['to_nf_per_byte']:.3f} link bytes per "
                              "delivered byte without slicing")
-    if sliced:
-        st = topo.settle()
-        res["stats"] = st
-        if st["stale"] or st["bad_token"] or not st["sliced"]:
-            fails.append(f"nfslice stats {st}")
-        topo.detach(check=False)
-    res["fails"] = fails
-    return res
+    return finish(topo, sliced, res, fails)
 
 
 def park_table(runs, o, e):
-    rows = [("", *runs.keys())]
-
-    def add(label, f):
-        vals = []
-        for r in runs.values():
-            try:
-                vals.append(f(r))
-            except (KeyError, TypeError, ZeroDivisionError):
-                vals.append("-")
-        rows.append((label, *vals))
+    rows, add = table(runs)
     for k, label in (("http4", "HTTP download IPv4"),
                      ("http6", "HTTP download IPv6")):
         add(f"{label} sha256 match", lambda r, k=k: str(r[k]["sha256_match"]))
@@ -426,6 +395,38 @@ def fmt_rate(r):
     if isinstance(r, int):
         return f"{r / 1e9:g} Gbit/s" if r >= 1e9 else f"{r / 1e6:g} Mbit/s"
     return f"{r}bit/s"
+
+
+def finish(topo, sliced, res, fails):
+    """End of a mode's run: after a sliced run, the settled counters (no
+    stale, no bad token, something sliced) and detach. RES with its
+    failures."""
+    if sliced:
+        st = topo.settle()
+        res["stats"] = st
+        if st["stale"] or st["bad_token"] or not st["sliced"]:
+            fails.append(f"nfslice stats {st}")
+        topo.detach(check=False)
+    res["fails"] = fails
+    return res
+
+
+def table(runs):
+    """Rows of a result table (a header of the run names) and add(LABEL, F),
+    which appends LABEL with F(run) for every run ("-" where F finds no
+    value)."""
+    rows = [("", *runs.keys())]
+
+    def add(label, f):
+        vals = []
+        for r in runs.values():
+            try:
+                vals.append(f(r))
+            except (KeyError, TypeError, ZeroDivisionError):
+                vals.append("-")
+        rows.append((label, *vals))
+
+    return rows, add
 
 
 def stats_rows(add):

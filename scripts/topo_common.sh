@@ -58,6 +58,44 @@ topo_detach_all() {
 	rmdir -- "$dir" 2>/dev/null || true
 }
 
+# Links. Each veth pair is created inside its namespaces, so no topology
+# interface ever exists in (or can clash with) the root namespace. They use
+# the caller's MTU, NET4_LEN and NET6_LEN.
+
+# topo_veth NS DEV PEER_NS PEER_DEV: a veth pair DEV (in NS) - PEER_DEV.
+topo_veth() {
+	ip -n "$1" link add "$2" mtu "$MTU" type veth \
+		peer name "$4" netns "$3" mtu "$MTU"
+}
+
+# topo_addr NS DEV IP4 IP6: bring DEV up with its addresses. nodad: the IPv6
+# address is usable at once instead of after ~1-2 s of duplicate address
+# detection (nothing else can be on a point-to-point link; the scripts also
+# turn DAD off for the link-local addresses).
+topo_addr() {
+	local ns=$1 dev=$2 ip4=$3 ip6=$4
+	ip -n "$ns" addr add "$ip4/$NET4_LEN" dev "$dev"
+	ip -n "$ns" -6 addr add "$ip6/$NET6_LEN" dev "$dev" nodad
+	ip -n "$ns" link set dev "$dev" up
+}
+
+# topo_offloads NS DEV: offloads of every topology veth (docs/rig.md):
+# - tx off: a local socket's packets otherwise carry CHECKSUM_PARTIAL (L4
+#   checksum not yet computed). The slicer derives the payload's checksum
+#   sum from the received L4 checksum, so packets must carry full checksums
+#   as they do when they arrive from a wire (PLATFORM.md).
+# - tso/gso off: each TCP segment crosses as its own MTU-sized packet, as on
+#   a wire, instead of a 64 KB GSO super-packet that the slicer (a non-frags
+#   XDP program) cannot see as one frame; shapers count real frames.
+# - gro off: with an XDP program on a veth the kernel runs the veth's NAPI
+#   path, and GRO there could merge forwarded segments back into
+#   super-packets before the NF / tc egress splicer.
+topo_offloads() {
+	local ns=$1 dev=$2
+	ip netns exec "$ns" ethtool -K "$dev" tx off tso off gso off gro off \
+		>/dev/null 2>&1 || topo_die "ethtool -K $dev in $ns failed"
+}
+
 # topo_online_cpus: the online CPU numbers, one per line.
 topo_online_cpus() {
 	local part a b parts

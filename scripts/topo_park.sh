@@ -280,20 +280,6 @@ cmd_down() {
 	rm -f -- "$STATE"
 }
 
-# Offloads of every veth of the topology (see docs/rig.md for the long story):
-# - tx off: a local socket's packets otherwise carry CHECKSUM_PARTIAL; the
-#   slicer derives the parked payload's checksum from the received L4
-#   checksum, so senders must put full checksums in, as from a wire.
-# - tso/gso off: every TCP segment is its own <= MTU packet, as on a wire;
-#   the shaper then counts real frames and the slicer sees each of them.
-# - gro off: nothing merges forwarded segments back into super-packets
-#   (not on the slicer node, not on the NF server, not across the link).
-set_offloads() {
-	local ns=$1 dev=$2
-	ip netns exec "$ns" ethtool -K "$dev" tx off tso off gso off gro off \
-		>/dev/null 2>&1 || topo_die "ethtool -K $dev in $ns failed"
-}
-
 # The delay line's process: started by up (start_delay), ended by down. The
 # pid file names it; it is signalled only while /proc says it is still
 # nfslice-delay, so a recycled pid is never hit.
@@ -316,10 +302,8 @@ stop_delay() {
 # delay namespace so that it sends nothing of its own into the line.
 make_delay() {
 	local d
-	ip -n "$DLY_NS" link add "$DLY_A_IF" mtu "$MTU" type veth \
-		peer name "$SLC_NF_IF" netns "$SLC_NS" mtu "$MTU"
-	ip -n "$DLY_NS" link add "$DLY_B_IF" mtu "$MTU" type veth \
-		peer name "$NF_IF" netns "$NF_NS" mtu "$MTU"
+	topo_veth "$DLY_NS" "$DLY_A_IF" "$SLC_NS" "$SLC_NF_IF"
+	topo_veth "$DLY_NS" "$DLY_B_IF" "$NF_NS" "$NF_IF"
 	ip -n "$DLY_NS" tuntap add dev "$DLY_TAP" mode tap
 	# Room for bursts between two reads of the delay line (default 500).
 	ip -n "$DLY_NS" link set dev "$DLY_TAP" mtu "$MTU" txqueuelen 10000
@@ -327,8 +311,8 @@ make_delay() {
 		ip -n "$DLY_NS" link set dev "$d" up
 		tc -n "$DLY_NS" qdisc add dev "$d" clsact
 	done
-	set_offloads "$DLY_NS" "$DLY_A_IF"
-	set_offloads "$DLY_NS" "$DLY_B_IF"
+	topo_offloads "$DLY_NS" "$DLY_A_IF"
+	topo_offloads "$DLY_NS" "$DLY_B_IF"
 	# u32 "match u32 0 0" matches every frame (no matchall classifier here).
 	mirred "$DLY_A_IF" "$DLY_TAP"
 	mirred "$DLY_TAP" "$DLY_B_IF"
@@ -360,38 +344,28 @@ start_delay() {
 	topo_die "nfslice-delay did not attach to $DLY_TAP within 3 s"
 }
 
-addr() {
-	local ns=$1 dev=$2 ip4=$3 ip6=$4
-	ip -n "$ns" addr add "$ip4/$NET4_LEN" dev "$dev"
-	ip -n "$ns" -6 addr add "$ip6/$NET6_LEN" dev "$dev" nodad
-	ip -n "$ns" link set dev "$dev" up
-}
-
 make_links() {
-	ip -n "$CLI_NS" link add "$CLI_IF" mtu "$MTU" type veth \
-		peer name "$SLC_CLI_IF" netns "$SLC_NS" mtu "$MTU"
-	ip -n "$SLC_NS" link add "$SLC_SRV_IF" mtu "$MTU" type veth \
-		peer name "$SRV_IF" netns "$SRV_NS" mtu "$MTU"
+	topo_veth "$CLI_NS" "$CLI_IF" "$SLC_NS" "$SLC_CLI_IF"
+	topo_veth "$SLC_NS" "$SLC_SRV_IF" "$SRV_NS" "$SRV_IF"
 	if [ -n "$NF_DELAY_US" ]; then
 		make_delay
 	else
-		ip -n "$SLC_NS" link add "$SLC_NF_IF" mtu "$MTU" type veth \
-			peer name "$NF_IF" netns "$NF_NS" mtu "$MTU"
+		topo_veth "$SLC_NS" "$SLC_NF_IF" "$NF_NS" "$NF_IF"
 	fi
 
-	addr "$CLI_NS" "$CLI_IF" "$CLI_IP4" "$CLI_IP6"
-	addr "$SLC_NS" "$SLC_CLI_IF" "$SLC_CLI_IP4" "$SLC_CLI_IP6"
-	addr "$SLC_NS" "$SLC_SRV_IF" "$SLC_SRV_IP4" "$SLC_SRV_IP6"
-	addr "$SLC_NS" "$SLC_NF_IF" "$SLC_NF_IP4" "$SLC_NF_IP6"
-	addr "$NF_NS" "$NF_IF" "$NF_IP4" "$NF_IP6"
-	addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
+	topo_addr "$CLI_NS" "$CLI_IF" "$CLI_IP4" "$CLI_IP6"
+	topo_addr "$SLC_NS" "$SLC_CLI_IF" "$SLC_CLI_IP4" "$SLC_CLI_IP6"
+	topo_addr "$SLC_NS" "$SLC_SRV_IF" "$SLC_SRV_IP4" "$SLC_SRV_IP6"
+	topo_addr "$SLC_NS" "$SLC_NF_IF" "$SLC_NF_IP4" "$SLC_NF_IP6"
+	topo_addr "$NF_NS" "$NF_IF" "$NF_IP4" "$NF_IP6"
+	topo_addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
 
-	set_offloads "$CLI_NS" "$CLI_IF"
-	set_offloads "$SLC_NS" "$SLC_CLI_IF"
-	set_offloads "$SLC_NS" "$SLC_SRV_IF"
-	set_offloads "$SLC_NS" "$SLC_NF_IF"
-	set_offloads "$NF_NS" "$NF_IF"
-	set_offloads "$SRV_NS" "$SRV_IF"
+	topo_offloads "$CLI_NS" "$CLI_IF"
+	topo_offloads "$SLC_NS" "$SLC_CLI_IF"
+	topo_offloads "$SLC_NS" "$SLC_SRV_IF"
+	topo_offloads "$SLC_NS" "$SLC_NF_IF"
+	topo_offloads "$NF_NS" "$NF_IF"
+	topo_offloads "$SRV_NS" "$SRV_IF"
 }
 
 # Sysctls, before the interfaces exist where "default" matters (new
