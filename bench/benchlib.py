@@ -37,7 +37,6 @@ import json
 import os
 import signal
 import statistics
-import struct
 import sys
 import time
 from pathlib import Path
@@ -55,6 +54,28 @@ UDP_PORT = 5201          # allowed by the topologies' ACL
 def log(msg, tag="bench"):
     """Print "TAG: MSG" to stderr at once."""
     nfsltopo.log(msg, tag)
+
+
+def add_common_args(ap, quick_help, runs=(3, 1)):
+    """The options every experiment has: --quick (QUICK_HELP says what it
+    shortens), --runs (default RUNS = (full, quick) repetitions) and --out
+    (results directory, default bench/results)."""
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    ap.add_argument("--runs", type=int, default=None,
+                    help=f"repetitions (default {runs[0]}, quick {runs[1]})")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"),
+                    help="results directory (default bench/results)")
+    ap.set_defaults(_runs_default=runs)
+
+
+def fill_defaults(a, **pairs):
+    """Options left None (not given) take NAME=(full, quick) from PAIRS,
+    the second with --quick; --runs from add_common_args(). Returns A."""
+    pairs.setdefault("runs", a._runs_default)
+    for k, (full, quick) in pairs.items():
+        if getattr(a, k) is None:
+            setattr(a, k, quick if a.quick else full)
+    return a
 
 
 def preflight(prog, a, argv):
@@ -185,52 +206,30 @@ def cleanup_on_signals(topos):
 
 
 # ------------------------------------------------------------- frames --
-def _csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return s
-
-
-def _mac(s):
-    return bytes(int(x, 16) for x in s.split(":"))
-
-
-def _ip4(s):
-    return bytes(int(x) for x in s.split("."))
-
-
 def udp_frame(size, src_mac, dst_mac, src_ip, dst_ip, sport, dport=UDP_PORT):
-    """An Ethernet/IPv4/UDP frame of SIZE bytes (no FCS), valid checksums.
+    """An Ethernet/IPv4/UDP frame of SIZE bytes (no FCS), valid checksums
+    (scapy computes them), DF set, IP ID 0, TTL 64. Raises ValueError below
+    42 B.
 
     The payload is a repeating byte pattern (not zeros), so a payload that
     came back wrong would show in a checksum.
     """
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
     plen = size - 14 - 20 - 8
     if plen < 0:
         raise ValueError(f"frame of {size} B too small for UDP/IPv4")
     payload = bytes((i * 7 + sport) & 0xff for i in range(plen))
-    sip, dip = _ip4(src_ip), _ip4(dst_ip)
-    ulen = 8 + plen
-    pseudo = sip + dip + struct.pack("!BBH", 0, 17, ulen)
-    udp = struct.pack("!HHHH", sport, dport, ulen, 0) + payload
-    c = (~_csum(pseudo + udp)) & 0xffff or 0xffff
-    udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0, 0x4000, 64, 17,
-                     0, sip, dip)
-    ip = ip[:10] + struct.pack("!H", (~_csum(ip)) & 0xffff) + ip[12:]
-    return _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + ip + udp
+    return bytes(Ether(src=src_mac, dst=dst_mac) /
+                 IP(src=src_ip, dst=dst_ip, id=0, flags="DF", ttl=64) /
+                 UDP(sport=sport, dport=dport) / payload)
 
 
 def write_pcap(path, frames):
-    """Classic pcap (microseconds, Ethernet) of the frames."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
-            f.write(fr)
+    """A pcap file (Ethernet) of FRAMES (bytes), in order (scapy's wrpcap)."""
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+    wrpcap(str(path), [Ether(f) for f in frames])
 
 
 def mix_sizes(path, n):

@@ -51,12 +51,8 @@ def parse_args():
                "(packets per second). Needs root; builds and removes its own "
                "namespaces (scripts/topo_inline.sh or topo_park.sh, prefix nflat).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 2 repetitions, 3 loads, 1 s points (< 2 min)")
-    ap.add_argument("--runs", type=int, default=None,
-                    help="repetitions of every point (default 3, quick 2)")
-    ap.add_argument("--out", default=os.path.join(L.ROOT, "bench", "results"),
-                    help="output directory (default bench/results)")
+    L.benchlib.add_common_args(ap, "smoke run: 2 repetitions, 3 loads, 1 s points (< 2 min)",
+                               runs=(3, 2))
     ap.add_argument("--topo", choices=("inline", "park"), default="inline",
                     help="topology (default inline; park: 1 Gbit/s shaped link)")
     ap.add_argument("--link-rate", default=None,
@@ -75,20 +71,13 @@ def parse_args():
     ap.add_argument("--cdf-load", type=float, default=None,
                     help="load fraction whose CDF is plotted (default 0.5)")
     a = ap.parse_args()
-    if a.runs is None:
-        a.runs = 2 if a.quick else 3
-    if a.duration is None:
-        a.duration = 1 if a.quick else 3
-    if a.loads is None:
-        a.loads = "0,0.5,0.9" if a.quick else "0,0.1,0.3,0.5,0.7,0.9"
+    L.benchlib.fill_defaults(a, duration=(3, 1), quiet_wait=(3.0, 1.0), loads=("0,0.1,0.3,0.5,0.7,0.9", "0,0.5,0.9"))
     try:
         a.loads = [float(x) for x in a.loads.split(",")]
     except ValueError:
         ap.error("--loads: comma-separated numbers expected")
     if a.runs < 1 or a.duration < 1 or a.meas_rate < 100:
         ap.error("--runs >= 1, --duration >= 1 s, --meas-rate >= 100 pps")
-    if a.quick and a.quiet_wait == 3.0:
-        a.quiet_wait = 1.0
     if a.cdf_load is None:
         a.cdf_load = 0.5 if 0.5 in a.loads else a.loads[len(a.loads) // 2]
     return a

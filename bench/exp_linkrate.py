@@ -65,25 +65,19 @@ def parse(argv):
         prog="exp_linkrate.py", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1].split("options:")[0].strip())
-    ap.add_argument("--quick", action="store_true", help="smoke run (about 1 min)")
+    B.add_common_args(ap, "smoke run (about 1 min)")
     ap.add_argument("--rates", help="link rates, tc units, comma-separated "
                                     "(default 50mbit,200mbit,1gbit)")
-    ap.add_argument("--runs", type=int, help="repetitions (default 3, quick 1)")
     ap.add_argument("--size", type=int, default=1514, help="frame bytes, 60-1514")
     ap.add_argument("--probe", type=float, help="search probe length, seconds")
     ap.add_argument("--steps", type=int, help="search probes after the first")
-    ap.add_argument("--out", default=str(B.ROOT / "bench" / "results"),
-                    help="results directory (default bench/results)")
-    a = ap.parse_args(argv)
-    q = a.quick
-    a.rates = (a.rates or ("100mbit,1gbit" if q else "50mbit,200mbit,1gbit")).split(",")
+    a = B.fill_defaults(ap.parse_args(argv), rates=("50mbit,200mbit,1gbit", "100mbit,1gbit"),
+                        probe=(1.0, 0.4), steps=(8, 3))
+    a.rates = a.rates.split(",")
     try:
         a.rates_bps = [rate_bps(r) for r in a.rates]
     except ValueError as e:
         ap.error(f"--rates: '{e}' is not NUMBER{{bit,kbit,mbit,gbit}} (e.g. 200mbit)")
-    a.runs = a.runs or (1 if q else 3)
-    a.probe = a.probe or (0.4 if q else 1.0)
-    a.steps = a.steps if a.steps is not None else (3 if q else 8)
     a.cap = 2_000_000         # as exp_throughput: above anything one core reaches
     if not 60 <= a.size <= 1514 or a.runs < 1 or a.probe <= 0 or a.steps < 0:
         ap.error("--size 60-1514 bytes, --runs >= 1, --probe > 0, --steps >= 0")

@@ -69,12 +69,8 @@ def parse_args():
                "slots of 2 KiB. Needs root and 2 CPUs; builds and removes its own "
                "namespaces (scripts/topo_park.sh --nf-delay, prefix nfsz).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 1 repetition, 1 delay, 4 sizes x 2 expiries, "
-                         "1 s points (< 1 min)")
-    ap.add_argument("--runs", type=int, default=None, help="repetitions (default 3, quick 1)")
-    ap.add_argument("--out", default=os.path.join(L.ROOT, "bench", "results"),
-                    help="output directory (default bench/results)")
+    L.benchlib.add_common_args(ap, "smoke run: 1 repetition, 1 delay, 4 sizes x 2 "
+                                   "expiries, 1 s points (< 1 min)")
     ap.add_argument("--rates", default="50000",
                     help="offered rates in pps, comma-separated (default 50000)")
     ap.add_argument("--delays", default=None,
@@ -90,18 +86,14 @@ def parse_args():
     L.add_quiet_args(ap)
     ap.add_argument("--duration", type=int, default=None,
                     help="seconds per point (default 2, quick 1)")
-    a = ap.parse_args()
-    if a.runs is None:
-        a.runs = 1 if a.quick else 3
-    if a.duration is None:
-        a.duration = 1 if a.quick else 2
-    if a.quick and a.quiet_wait == 3.0:
-        a.quiet_wait = 1.0
+    a = L.benchlib.fill_defaults(
+        ap.parse_args(), duration=(2, 1), quiet_wait=(3.0, 1.0), delays=("500,2000", "2000"),
+        slots=("8,16,32,64,128,256,512,1024,4096", "16,64,256,1024"),
+        expiry=("1,2,4", "1,2"))
     a.rates = int_list(ap, "rates", a.rates)
-    a.delays = int_list(ap, "delays", a.delays or ("2000" if a.quick else "500,2000"))
-    a.slots = int_list(ap, "slots", a.slots or
-                       ("16,64,256,1024" if a.quick else "8,16,32,64,128,256,512,1024,4096"))
-    a.expiry = int_list(ap, "expiry", a.expiry or ("1,2" if a.quick else "1,2,4"))
+    a.delays = int_list(ap, "delays", a.delays)
+    a.slots = int_list(ap, "slots", a.slots)
+    a.expiry = int_list(ap, "expiry", a.expiry)
     if min(a.rates) < 1000 or min(a.slots) < 2 or min(a.expiry) < 1 or a.runs < 1:
         ap.error("rates >= 1000 pps, slots >= 2, expiry >= 1, runs >= 1")
     if min(a.delays) < 0 or max(a.delays) > 10000000:

@@ -82,11 +82,7 @@ def parse(argv):
         prog="exp_throughput.py", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 2)[2])
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run (< 3 min): sizes 256 1514, 1 run, coarse search")
-    ap.add_argument("--runs", type=int, help="repetitions (default 3, quick 1)")
-    ap.add_argument("--out", default=str(B.ROOT / "bench" / "results"),
-                    help="results directory (default bench/results)")
+    B.add_common_args(ap, "smoke run (< 3 min): sizes 256 1514, 1 run, coarse search")
     ap.add_argument("--topology", choices=("inline", "park", "both"),
                     default="both", help="topologies to run (default both)")
     ap.add_argument("--sizes", nargs="+",
@@ -105,13 +101,9 @@ def parse(argv):
                     help="skip (a): only the fixed-rate runs of (b) and (c)")
     ap.add_argument("--no-plots", action="store_true", help="no PNG plots")
     a = ap.parse_args(argv)
-    q = a.quick
-    a.runs = a.runs or (1 if q else 3)
-    a.probe = a.probe or (0.4 if q else 1.0)
-    a.steps = a.steps if a.steps is not None else (3 if q else 8)
-    a.fixed_s = 1.0 if q else 2.0
-    a.sizes = a.sizes or (["256", "1514"] if q else
-                          ["256", "512", "1024", "1514", "mix"])
+    B.fill_defaults(a, probe=(1.0, 0.4), steps=(8, 3),
+                    sizes=(["256", "512", "1024", "1514", "mix"], ["256", "1514"]))
+    a.fixed_s = 1.0 if a.quick else 2.0
     for s in a.sizes:
         if s != "mix" and not (s.isdigit() and 60 <= int(s) <= 1514):
             ap.error(f"--sizes: '{s}' is neither a frame size 60-1514 (bytes) nor 'mix'")

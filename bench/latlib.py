@@ -50,8 +50,9 @@ def add_quiet_args(ap):
     ap.add_argument("--quiet", type=float, default=0.15,
                     help="before each point wait (at most --quiet-wait s) until no CPU is "
                          "busier than this fraction; recorded per point (default 0.15; <0: off)")
-    ap.add_argument("--quiet-wait", type=float, default=3.0,
-                    help="longest wait for a quiet machine per point, s (default 3)")
+    ap.add_argument("--quiet-wait", type=float, default=None,
+                    help="longest wait for a quiet machine per point, s (default 3, "
+                         "quick 1)")
 
 
 # run(ARGS, timeout=60, check=True): scripts/nfsltopo.py's (RuntimeError on
