@@ -96,23 +96,32 @@ static size_t nat_scratch(uint8_t *f, size_t len, int i)
 	return len;
 }
 
-/* A router: TTL / hop limit - 1 (ip_decrease_ttl) and ECN CE (RFC 3168),
- * the IPv4 header checksum updated incrementally. */
+/* A router's edit of the L3 header at @l3: TTL / hop limit - 1
+ * (ip_decrease_ttl) and ECN CE (RFC 3168); no checksum update. */
+static void router_edit(uint8_t *l3, bool v6)
+{
+	if (v6) {
+		l3[7]--;
+		l3[1] |= 0x30;
+	} else {
+		l3[8]--;
+		l3[1] |= 3;
+	}
+}
+
+/* A router, the IPv4 header checksum updated incrementally (RFC 1624). */
 static size_t router_incremental(uint8_t *f, size_t len, int i)
 {
 	struct ref_info ri;
 	uint8_t *l3;
+	uint16_t o0, o8, c;
 
 	cr_assert_eq(ref_parse(f, len, &ri), 0);
 	l3 = f + ri.l3off;
-	if (ri.v6) {
-		l3[7]--;
-		l3[1] |= 0x30;
-	} else {
-		uint16_t o0 = ref_get16(l3), o8 = ref_get16(l3 + 8), c;
-
-		l3[8]--;
-		l3[1] |= 3;
+	o0 = ref_get16(l3);
+	o8 = ref_get16(l3 + 8);
+	router_edit(l3, ri.v6);
+	if (!ri.v6) {
 		c = ref_update16(ref_get16(l3 + 10), o0, ref_get16(l3));
 		c = ref_update16(c, o8, ref_get16(l3 + 8));
 		ref_put16(l3 + 10, c);
@@ -120,20 +129,13 @@ static size_t router_incremental(uint8_t *f, size_t len, int i)
 	return len;
 }
 
+/* A router, every checksum recomputed from scratch. */
 static size_t router_scratch(uint8_t *f, size_t len, int i)
 {
 	struct ref_info ri;
-	uint8_t *l3;
 
 	cr_assert_eq(ref_parse(f, len, &ri), 0);
-	l3 = f + ri.l3off;
-	if (ri.v6) {
-		l3[7]--;
-		l3[1] |= 0x30;
-	} else {
-		l3[8]--;
-		l3[1] |= 3;
-	}
+	router_edit(f + ri.l3off, ri.v6);
 	ref_fix_csums(f, len);
 	return len;
 }
