@@ -169,6 +169,7 @@ def sweep_delay(out, a, ncpu, delay):
     try:
         with open(topo.env["DELAY_REPORT"]) as fh:
             out["delay_lines"].append(json.loads(fh.read().strip().splitlines()[-1]))
+        os.unlink(topo.env["DELAY_REPORT"])     # kept in sizing.json now
     except (KeyError, OSError, ValueError, IndexError) as ex:
         print("exp_sizing: no report of the delay line: %s" % ex, file=sys.stderr)
 

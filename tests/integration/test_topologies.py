@@ -347,7 +347,9 @@ def test_park_nf_delay_line():
     finally:
         topo.teardown()
     assert not os.path.exists(f"/proc/{pid}"), "down left nfslice-delay running"
-    rep = json.loads(open(e["DELAY_REPORT"]).read().strip().splitlines()[-1])
+    with open(e["DELAY_REPORT"]) as fh:
+        rep = json.loads(fh.read().strip().splitlines()[-1])
+    os.unlink(e["DELAY_REPORT"])    # `down` leaves it for the reader: us
     assert rep["delay_us"] == PARK_DELAY_US, rep
     assert rep["frames_in"] == rep["frames_out"] >= count, rep
     assert (rep["dropped_full"], rep["dropped_big"], rep["left"]) == (0, 0, 0), rep
