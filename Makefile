@@ -1,33 +1,46 @@
 # SPDX-License-Identifier: GPL-2.0
 # nfslice: payload slicing for shallow network functions.
 #   make          build build/nfslice, build/nfslice-pktgen, build/nfslice-delay
-#                 and the BPF objects
-#   make test     install deps, build, run unit (Criterion) + netns (pytest) tests
+#                 and the BPF objects scripts and tests load
+#   make test     install deps, build (with the unit tests and the benchmark
+#                 driver), run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
 #   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
+#   make install  tools, man pages and bash completion under $(DESTDIR)$(PREFIX)
 #   make V=1      show full commands
 
 include mk/common.mk
 
-.PHONY: all bpf cli loader pktgen delay unit deps test demo bench clean
+.PHONY: all bpf lib loader pktgen delay bench-bpf bench-build unit deps test \
+	demo bench clean
 
-all: loader pktgen delay
+all: loader pktgen delay bench-bpf
 
+# The production datapath (slicer, splicer) and the user-space libraries
+# come first: several tools use them, and parallel sub-makes must never
+# write the same file.
 bpf:
 	$(Q)$(MAKE) -C bpf
 
-# The user-space objects the tools share (mk/common.mk CLI_OBJS).
-cli:
-	$(Q)$(MAKE) -C delay cli
+lib:
+	$(Q)$(MAKE) -C lib
 
-loader: bpf cli
+loader: bpf lib
 	$(Q)$(MAKE) -C loader
 
-pktgen: bpf cli
+pktgen: lib
 	$(Q)$(MAKE) -C pktgen
 
-delay: cli
+delay: lib
 	$(Q)$(MAKE) -C delay
+
+# The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
+# its test), and the datapath cost driver.
+bench-bpf:
+	$(Q)$(MAKE) -C bench bpf
+
+bench-build: bpf lib bench-bpf
+	$(Q)$(MAKE) -C bench
 
 unit: bpf
 	$(Q)$(MAKE) -C tests/unit
@@ -35,8 +48,9 @@ unit: bpf
 deps:
 	$(Q)scripts/install-deps.sh
 
+# The benchmark driver is built here too, so that it cannot rot unseen.
 test: deps
-	$(Q)$(MAKE) all unit
+	$(Q)$(MAKE) all unit bench-build
 	$(Q)tests/run.sh
 
 demo: deps
@@ -44,8 +58,7 @@ demo: deps
 	$(Q)scripts/demo.sh
 
 bench: deps
-	$(Q)$(MAKE) all
-	$(Q)$(MAKE) -C bench
+	$(Q)$(MAKE) all bench-build
 	$(Q)QUICK=$(QUICK) bench/suite.sh
 
 clean:

@@ -6,7 +6,7 @@ Fig. 10, PayloadPark Fig. 16).
 A load stream (nfslice-pktgen, fixed offered rate in pps, 16 flows, UDP to
 port 5201) and a low-rate measuring stream (nfslice-pktgen --stamp, its own
 UDP source port) go from the client through the DUT's NF (nftables ACL +
-masquerade NAT) to the server, where bpf/latency_sink.bpf.c (XDP on the
+masquerade NAT) to the server, where bench/bpf/latency_sink.bpf.c (XDP on the
 server's veth) takes each measuring frame's one-way latency: arrival
 bpf_ktime_get_ns() minus the TX stamp the generator wrote (same host, same
 CLOCK_MONOTONIC). Three configurations (NFSlicer Fig. 7): 64 B frames

@@ -13,7 +13,7 @@ delay. This kernel has no netem; the delay line is the controlled NF delay.
 One stamped stream of 1514 B UDP frames (nfslice-pktgen --stamp, --rate PPS,
 16 flows, on CPU 0; the delay line runs on CPU 1) crosses the slicer node
 with nfslice attached (--keep 16, --slots S, --expiry E); every frame's
-one-way delay W is measured at the server by bpf/latency_sink.bpf.c. For
+one-way delay W is measured at the server by bench/bpf/latency_sink.bpf.c. For
 every D x S x E the run reports nfslice's counters (sliced, spliced,
 evicted, stale, skipped_full) and the frames lost (sent - received at the
 server) or received with a wrong checksum (payload not intact).

@@ -3,12 +3,12 @@
 
 - Topology: scripts/nfsltopo.py's handle on scripts/topo_inline.sh (or
   topo_park.sh): build, read its variables, tear down.
-- LatencySink: load bpf/latency_sink.bpf.c (build/.output/latency_sink.bpf.o)
+- LatencySink: load bench/bpf/latency_sink.bpf.c (build/.output/latency_sink.bpf.o)
   with bpftool, pin it under /sys/fs/bpf/nfsl_lat/TAG, attach it as native
   XDP on the receiving veth (nsenter into the namespace, so the host's bpffs
   stays visible), read its counters and latency histogram
   (`bpftool -j map dump pinned`), detach and unpin.
-- PeerPass: bpf/xdp_pass.bpf.c's xdp_pass on the DUT's client-facing veth
+- PeerPass: pktgen/xdp_pass.bpf.c's xdp_pass on the DUT's client-facing veth
   for unsliced runs (nfslice-pktgen's frames are XDP frames: the veth takes
   them only while its peer runs an XDP program; the slicer is one).
 - pktgen / nfslice wrappers, histogram percentiles.
@@ -114,7 +114,7 @@ def _u64(v):
 
 
 class LatencySink:
-    """bpf/latency_sink.bpf.c on DEV in NS, measuring frames to DPORT
+    """bench/bpf/latency_sink.bpf.c on DEV in NS, measuring frames to DPORT
     (and from SPORT, 0 = any); DROP drops UDP/TCP frames after counting."""
 
     def __init__(self, ns, dev, dport, sport=0, drop=True, tag="sink"):
@@ -175,7 +175,7 @@ def snap_diff(a, b):
 
 
 class PeerPass:
-    """xdp_pass (bpf/xdp_pass.bpf.c) on DEV in NS: the unsliced runs' stand-in
+    """xdp_pass (pktgen/xdp_pass.bpf.c) on DEV in NS: the unsliced runs' stand-in
     for the slicer, so both pay veth's XDP receive path alike."""
 
     def __init__(self, ns, dev, tag="pass"):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Options of nfslice-pktgen: the declared table (loader/params.h parses it
+ * Options of nfslice-pktgen: the declared table (lib/util/params.h parses it
  * and prints --help from it) and the checks across options that turn
  * struct pg_opts into a struct pg_cfg. Every error names the problem and
  * the fix; main() exits 2 after one.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The run: load bpf/pktgen.bpf.c for the configured frames, then call
+ * The run: load pktgen/pktgen.bpf.c for the configured frames, then call
  * BPF_PROG_RUN in live-frames mode until --count frames or --duration
  * seconds are done.
  *
@@ -124,7 +124,7 @@ static int prepare(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 		bpf_map__set_max_entries(skel->maps.tmpls, 1);
 		break;
 	}
-	/* Synthetic frames: the bytes every run restores (bpf/pktgen.bpf.c). */
+	/* Synthetic frames: the bytes every run restores (pktgen/pktgen.bpf.c). */
 	skel->rodata->cfg_head_len = *frame_len < PKTGEN_HEAD_LEN ? *frame_len
 								  : PKTGEN_HEAD_LEN;
 	memcpy((void *)skel->rodata->cfg_head, frame, skel->rodata->cfg_head_len);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * What nfslice-pktgen's user space (pktgen/) and its frame program
- * (bpf/pktgen.bpf.c) share: the frame sequence entries and the counters.
+ * (pktgen/pktgen.bpf.c) share: the frame sequence entries and the counters.
  */
 #ifndef NFSL_PKTGEN_H
 #define NFSL_PKTGEN_H
