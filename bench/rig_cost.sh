@@ -7,7 +7,7 @@
 # through the NAT, so nearly every run is a sliced or a spliced packet, and
 # the kernel's BPF run-time statistics
 # (kernel.bpf_stats_enabled; run_time_ns / run_cnt per program, as
-# `bpftool prog show` reports them). Complements datapath_cost.c, whose
+# `bpftool prog show` reports them). Complements bench/datapath_*.c, whose
 # BPF_PROG_TEST_RUN skbs have no tailroom: here the splicer grows real
 # egress skbs. Numbers include the ~40-60 ns the two clock reads of the
 # statistics add per run (docs/benchmarks.md).

@@ -105,7 +105,6 @@ __u64 dl_stats_quantile_us(const struct dl_stats *s, double q);
  * after printing what failed. */
 int dl_tap_open(const char *dev);
 
-__u64 dl_now_ns(void);
 void dl_report(const struct dl_opts *o, const struct dl_line *l, const struct dl_stats *s);
 /* Print "nfslice-delay: MESSAGE"; -1. */
 #define dl_err(...) nfsl_msg(DL_NAME ": ", __VA_ARGS__)

@@ -2,7 +2,6 @@
 /* The delay line's FIFO of held frames and its hold-time statistics. */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "delay.h"
 
@@ -63,12 +62,4 @@ __u64 dl_stats_quantile_us(const struct dl_stats *s, double q)
 			return i;
 	}
 	return DL_HIST_BUCKETS - 1;
-}
-
-__u64 dl_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }

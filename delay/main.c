@@ -25,6 +25,7 @@
 
 #include "delay.h"
 #include "params.h"
+#include "util.h"
 
 static volatile sig_atomic_t stopping;
 
@@ -94,7 +95,7 @@ static void release(int fd, struct dl_line *l, struct dl_stats *s, __u64 now)
 		}
 		dl_stats_hold(s, now - f->in_ns);
 		dl_line_pop(l);
-		now = dl_now_ns();
+		now = nfsl_now_ns();
 	}
 }
 
@@ -113,7 +114,7 @@ static int receive(int fd, struct dl_line *l, struct dl_stats *s, __u64 delay_ns
 		n = read(fd, f ? f->data : scratch, DL_FRAME_MAX);
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		now = dl_now_ns();
+		now = nfsl_now_ns();
 		s->in++;
 		if (!f) {
 			s->dropped_full++;
@@ -144,17 +145,17 @@ static int run(int fd, const struct dl_opts *o, struct dl_line *l, struct dl_sta
 	struct timespec ts;
 	int err;
 
-	start = dl_now_ns();
+	start = nfsl_now_ns();
 	end = o->duration ? start + (__u64)o->duration * 1000000000ULL : UINT64_MAX;
 	while (!stopping) {
-		now = dl_now_ns();
+		now = nfsl_now_ns();
 		if (now >= end)
 			break;
 		release(fd, l, s, now);
 		err = receive(fd, l, s, delay_ns);
 		if (err)
 			return dl_err("reading %s failed: %s", o->dev, strerror(-err));
-		now = dl_now_ns();
+		now = nfsl_now_ns();
 		head = dl_line_head(l);
 		wake = head && head->due_ns < end ? head->due_ns : end;
 		if (wake <= now)
@@ -172,20 +173,18 @@ static int run(int fd, const struct dl_opts *o, struct dl_line *l, struct dl_sta
 			return dl_err("%s went away (poll revents 0x%x)", o->dev, pfd.revents);
 	}
 	s->left = l->count;
-	s->elapsed_s = (dl_now_ns() - start) / 1e9;
+	s->elapsed_s = (nfsl_now_ns() - start) / 1e9;
 	return 0;
 }
 
 static int pin_cpu(__u32 cpu)
 {
-	cpu_set_t set;
+	int err = nfsl_pin_cpu(cpu);
 
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
+	if (err)
 		return dl_err("--cpu %u: cannot run there: %s (see "
 			      "/sys/devices/system/cpu/online)",
-			      cpu, strerror(errno));
+			      cpu, strerror(-err));
 	return 0;
 }
 

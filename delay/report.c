@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "delay.h"
+#include "json_writer.h"
 
 static double us(__u64 ns)
 {
@@ -18,18 +19,31 @@ void dl_report(const struct dl_opts *o, const struct dl_line *l, const struct dl
 	__u64 p99 = dl_stats_quantile_us(s, 0.99);
 
 	if (o->json) {
-		printf("{\"dev\":\"%s\",\"delay_us\":%u,\"queue\":%u,\"elapsed_s\":%.3f,"
-		       "\"frames_in\":%llu,\"frames_out\":%llu,\"bytes_out\":%llu,"
-		       "\"dropped_full\":%llu,\"dropped_big\":%llu,\"write_errors\":%llu,"
-		       "\"left\":%llu,\"max_held\":%u,"
-		       "\"hold_us\":{\"min\":%.1f,\"mean\":%.1f,\"p50\":%llu,\"p99\":%llu,"
-		       "\"max\":%.1f}}\n",
-		       o->dev, o->delay_us, l->size, s->elapsed_s, (unsigned long long)s->in,
-		       (unsigned long long)s->out, (unsigned long long)s->bytes_out,
-		       (unsigned long long)s->dropped_full, (unsigned long long)s->dropped_big,
-		       (unsigned long long)s->write_err, (unsigned long long)s->left, s->max_held,
-		       min, mean, (unsigned long long)p50, (unsigned long long)p99,
-		       us(s->hold_max_ns));
+		struct json_writer w;
+
+		jsonw_init(&w, stdout);
+		jsonw_start_object(&w);
+		jsonw_string_field(&w, "dev", o->dev);
+		jsonw_uint_field(&w, "delay_us", o->delay_us);
+		jsonw_uint_field(&w, "queue", l->size);
+		jsonw_float_field_fmt(&w, "elapsed_s", "%.3f", s->elapsed_s);
+		jsonw_uint_field(&w, "frames_in", s->in);
+		jsonw_uint_field(&w, "frames_out", s->out);
+		jsonw_uint_field(&w, "bytes_out", s->bytes_out);
+		jsonw_uint_field(&w, "dropped_full", s->dropped_full);
+		jsonw_uint_field(&w, "dropped_big", s->dropped_big);
+		jsonw_uint_field(&w, "write_errors", s->write_err);
+		jsonw_uint_field(&w, "left", s->left);
+		jsonw_uint_field(&w, "max_held", s->max_held);
+		jsonw_name(&w, "hold_us");
+		jsonw_start_object(&w);
+		jsonw_float_field_fmt(&w, "min", "%.1f", min);
+		jsonw_float_field_fmt(&w, "mean", "%.1f", mean);
+		jsonw_uint_field(&w, "p50", p50);
+		jsonw_uint_field(&w, "p99", p99);
+		jsonw_float_field_fmt(&w, "max", "%.1f", us(s->hold_max_ns));
+		jsonw_end_object(&w);
+		jsonw_end_object(&w);
 		return;
 	}
 	printf("%s: %s, delay %u us, %.3f s\n", DL_NAME, o->dev, o->delay_us, s->elapsed_s);

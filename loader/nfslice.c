@@ -8,13 +8,10 @@
  * PayloadPark §3-5 (split/merge, expiry threshold, counters).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
-#include <xdp/libxdp.h>
 
 #include "nfslice.h"
 #include "domain.h"
@@ -23,9 +20,6 @@ static const struct nfsl_cmd *const cmds[] = {
 	&nfsl_cmd_attach, &nfsl_cmd_detach, &nfsl_cmd_status, &nfsl_cmd_stats,
 };
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))
-
-static bool verbose;
-bool nfsl_quiet_libs;
 
 int nfsl_require_root(void)
 {
@@ -50,22 +44,6 @@ int nfsl_err_domain(int err, const char *name)
 				"(attach one with: nfslice attach --name %s IFACE...)",
 				name, name);
 	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
-}
-
-static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG || (level != LIBBPF_WARN && !verbose) ||
-	    (nfsl_quiet_libs && !verbose))
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
-static int print_libxdp(enum libxdp_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBXDP_DEBUG || (level != LIBXDP_WARN && !verbose) ||
-	    (nfsl_quiet_libs && !verbose))
-		return 0;
-	return vfprintf(stderr, fmt, ap);
 }
 
 static void usage(FILE *f)
@@ -104,14 +82,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	verbose = getenv("NFSLICE_VERBOSE") != NULL;
 	/* Pins, ours and libxdp's, must outlive this command: see
 	 * nfsl_bpffs_enter. Commands report a missing bpffs themselves. */
 	bpffs_err = nfsl_bpffs_enter();
 	if (bpffs_err && bpffs_err != -ENOENT && bpffs_err != -ENOMEDIUM)
 		nfsl_err("cannot reach the host's bpffs: %s", strerror(-bpffs_err));
-	libbpf_set_print(print_libbpf);
-	libxdp_set_print(print_libxdp);
+	nfsl_log_init(NFSL_LOG_WARN);
 
 	if (cmd->opts_size > sizeof(optbuf))
 		return 1;

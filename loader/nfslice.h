@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include "cli.h"
+#include "log.h"
 #include "params.h"
 
 extern const struct nfsl_cmd nfsl_cmd_attach, nfsl_cmd_detach,
@@ -16,10 +17,6 @@ extern const struct nfsl_cmd nfsl_cmd_attach, nfsl_cmd_detach,
 /* Explain a failure to find the domain's pins (-ENOENT: no bpffs or no
  * domain), naming the fix. Returns -1. */
 int nfsl_err_domain(int err, const char *name);
-
-/* Set while libxdp probes features whose failures it handles itself (the
- * dispatcher fallback): their warnings would only alarm. */
-extern bool nfsl_quiet_libs;
 
 /* Fail unless running as root. Returns 0 or -1 after printing the fix. */
 int nfsl_require_root(void);

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /* nfslice status / stats: what a domain is attached to, and its counters. */
 #include <errno.h>
+#include <limits.h>
 #include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nfslice.h"
 #include "domain.h"
+#include "json_writer.h"
+#include "util.h"
 
 struct show_opts {
 	const char *name;
@@ -29,27 +31,48 @@ static const char *const pin_names[] = {
 static void print_status_json(const struct nfsl_domain *d, const char *name)
 {
 	const struct nfsl_config *c = &d->cfg;
+	char path[PATH_MAX + 32];
+	struct json_writer w;
 
-	printf("{\"name\":\"%s\",\"dir\":\"%s\",\"pins\":{", name, d->dir);
-	for (size_t i = 0; i < NR_PINS; i++)
-		printf("%s\"%s\":\"%s/%s\"", i ? "," : "", pin_names[i], d->dir,
-		       pin_names[i]);
-	printf("},\"threshold\":%u,\"keep\":%u,\"slots\":%u,\"partitions\":%u,"
-	       "\"expiry\":%u,\"max_l3\":%u,\"interfaces\":[",
-	       c->threshold, c->keep, c->slots, c->ncpus, c->expiry, c->max_l3);
+	jsonw_init(&w, stdout);
+	jsonw_start_object(&w);
+	jsonw_string_field(&w, "name", name);
+	jsonw_string_field(&w, "dir", d->dir);
+	jsonw_name(&w, "pins");
+	jsonw_start_object(&w);
+	for (size_t i = 0; i < NR_PINS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", d->dir, pin_names[i]);
+		jsonw_string_field(&w, pin_names[i], path);
+	}
+	jsonw_end_object(&w);
+	jsonw_uint_field(&w, "threshold", c->threshold);
+	jsonw_uint_field(&w, "keep", c->keep);
+	jsonw_uint_field(&w, "slots", c->slots);
+	jsonw_uint_field(&w, "partitions", c->ncpus);
+	jsonw_uint_field(&w, "expiry", c->expiry);
+	jsonw_uint_field(&w, "max_l3", c->max_l3);
+	jsonw_name(&w, "interfaces");
+	jsonw_start_array(&w);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
 		char ifname[IF_NAMESIZE] = "";
 		__u32 xdp_id = 0, tc_id = nfsl_splicer_attached(c->ifaces[i].ifindex);
 		const char *mode = nfsl_slicer_attached(c->ifaces[i].ifindex, &xdp_id);
 
 		if_indextoname(c->ifaces[i].ifindex, ifname);
-		printf("%s{\"name\":\"%s\",\"ifindex\":%u,\"xdp\":%s%s%s,\"xdp_prog_id\":%u,"
-		       "\"tc_egress\":%s,\"tc_prog_id\":%u}",
-		       i ? "," : "", ifname, c->ifaces[i].ifindex, mode ? "\"" : "",
-		       mode ? mode : "null", mode ? "\"" : "", xdp_id,
-		       tc_id ? "true" : "false", tc_id);
+		jsonw_start_object(&w);
+		jsonw_string_field(&w, "name", ifname);
+		jsonw_uint_field(&w, "ifindex", c->ifaces[i].ifindex);
+		if (mode)
+			jsonw_string_field(&w, "xdp", mode);
+		else
+			jsonw_null_field(&w, "xdp");
+		jsonw_uint_field(&w, "xdp_prog_id", xdp_id);
+		jsonw_bool_field(&w, "tc_egress", tc_id);
+		jsonw_uint_field(&w, "tc_prog_id", tc_id);
+		jsonw_end_object(&w);
 	}
-	printf("]}\n");
+	jsonw_end_array(&w);
+	jsonw_end_object(&w);
 }
 
 static void print_status_text(const struct nfsl_domain *d, const char *name)
@@ -129,19 +152,25 @@ static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 	if (err)
 		return nfsl_err("cannot read the counters: %s", strerror(-err));
 	if (opt->json) {
-		printf("{\"name\":\"%s\",\"slots\":%u,\"slots_busy\":%u", opt->name,
-		       d->cfg.slots, busy);
+		struct json_writer w;
+
+		jsonw_init(&w, stdout);
+		jsonw_start_object(&w);
+		jsonw_string_field(&w, "name", opt->name);
+		jsonw_uint_field(&w, "slots", d->cfg.slots);
+		jsonw_uint_field(&w, "slots_busy", busy);
 		for (size_t i = 0; i < NFSL_NR_COUNTERS; i++)
-			printf(",\"%s\":%llu", nfsl_counter_names[i],
-			       (unsigned long long)v[i]);
+			jsonw_uint_field(&w, nfsl_counter_names[i], v[i]);
 		if (prev) {
-			printf(",\"interval_s\":%.3f,\"rates\":{", secs);
+			jsonw_float_field_fmt(&w, "interval_s", "%.3f", secs);
+			jsonw_name(&w, "rates");
+			jsonw_start_object(&w);
 			for (size_t i = 0; i < NFSL_NR_COUNTERS; i++)
-				printf("%s\"%s\":%.1f", i ? "," : "", nfsl_counter_names[i],
-				       (v[i] - p[i]) / secs);
-			printf("}");
+				jsonw_float_field_fmt(&w, nfsl_counter_names[i], "%.1f",
+						      (v[i] - p[i]) / secs);
+			jsonw_end_object(&w);
 		}
-		printf("}\n");
+		jsonw_end_object(&w);
 	} else {
 		printf("domain %s: %u slots, %u busy (%.1f%%)\n", opt->name,
 		       d->cfg.slots, busy, d->cfg.slots ? 100.0 * busy / d->cfg.slots : 0);
@@ -155,14 +184,6 @@ static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 	}
 	fflush(stdout);
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int run_stats(void *o, int argc, char **argv)
@@ -180,13 +201,13 @@ static int run_stats(void *o, int argc, char **argv)
 		goto out;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	t0 = now_s();
+	t0 = nfsl_now_ns() / 1e9;
 	for (__u32 n = 0; !stop && (!opt->count || n < opt->count); n++) {
 		prev = cur;
 		sleep(opt->interval);
 		if (stop)
 			break;
-		t1 = now_s();
+		t1 = nfsl_now_ns() / 1e9;
 		err = print_stats(&d, opt, &prev, &cur, t1 - t0);
 		if (err)
 			break;

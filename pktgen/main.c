@@ -9,25 +9,13 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
 
+#include "log.h"
 #include "pg.h"
-
-static bool verbose;
-
-static int print_libbpf(enum libbpf_print_level level, const char *fmt,
-			va_list ap)
-{
-	/* Our own messages say what failed; libbpf's details on request. */
-	if (!verbose || level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
 
 static void on_signal(int sig)
 {
@@ -45,8 +33,8 @@ int main(int argc, char **argv)
 	err = pg_parse(argc, argv, &opts);
 	if (err)
 		return err > 0 ? 0 : 2;
-	verbose = getenv("NFSLICE_VERBOSE") != NULL;
-	libbpf_set_print(print_libbpf);
+	/* Our own messages say what failed; libbpf's details on request. */
+	nfsl_log_init(NFSL_LOG_NONE);
 	if (pg_resolve(&opts, &cfg))
 		goto out;
 	rc = 1;

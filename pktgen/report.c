@@ -11,8 +11,10 @@
  * per frame (FCS 4, preamble + SFD 8, inter-frame gap 12).
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <stdio.h>
 
+#include "json_writer.h"
 #include "pg.h"
 
 static const char *peer_text(enum pg_peer_state s)
@@ -53,35 +55,22 @@ static void addr_text(const struct pg_pkt *p, bool src, char *buf, size_t len)
 		inet_ntop(AF_INET, src ? &p->src4 : &p->dst4, buf, len);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void json_str(const char *key, const char *s)
+static void json_mac(struct json_writer *w, const char *key, const __u8 *m)
 {
-	printf("\"%s\":\"", key);
-	for (; *s; s++) {
-		unsigned char c = *s;
+	char buf[18];
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	printf("\",");
+	snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1],
+		 m[2], m[3], m[4], m[5]);
+	jsonw_string_field(w, key, buf);
 }
 
-static void json_mac(const char *key, const __u8 *m)
-{
-	printf("\"%s\":\"%02x:%02x:%02x:%02x:%02x:%02x\",", key, m[0], m[1],
-	       m[2], m[3], m[4], m[5]);
-}
-
-static void json_u32_or_null(const char *key, bool set, __u32 v)
+static void json_u32_or_null(struct json_writer *w, const char *key, bool set,
+			     __u32 v)
 {
 	if (set)
-		printf("\"%s\":%u,", key, v);
+		jsonw_uint_field(w, key, v);
 	else
-		printf("\"%s\":null,", key);
+		jsonw_null_field(w, key);
 }
 
 static double gbps(double pps, double frame_bytes)
@@ -95,63 +84,70 @@ static void report_json(const struct pg_cfg *cfg, const struct pg_result *r,
 	const struct pg_pkt *p = &cfg->pkt;
 	double wire = cfg->avg_len + PG_WIRE_OVERHEAD;
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	struct json_writer w;
 
-	printf("{");
-	json_str("dev", cfg->link.name);
-	printf("\"ifindex\":%d,", cfg->link.ifindex);
-	json_str("peer", cfg->link.peer_known ? cfg->link.peer_name : "");
-	printf("\"peer_xdp\":\"%s\",\"mode\":\"%s\",", peer_text(r->peer),
-	       mode_text(cfg));
+	jsonw_init(&w, stdout);
+	jsonw_start_object(&w);
+	jsonw_string_field(&w, "dev", cfg->link.name);
+	jsonw_int_field(&w, "ifindex", cfg->link.ifindex);
+	jsonw_string_field(&w, "peer", cfg->link.peer_known ? cfg->link.peer_name : "");
+	jsonw_string_field(&w, "peer_xdp", peer_text(r->peer));
+	jsonw_string_field(&w, "mode", mode_text(cfg));
 	if (cfg->mode == PKTGEN_PCAP) {
-		json_str("pcap", cfg->pcap_file);
-		printf("\"pcap_frames\":%u,", cfg->pcap.n);
+		jsonw_string_field(&w, "pcap", cfg->pcap_file);
+		jsonw_uint_field(&w, "pcap_frames", cfg->pcap.n);
 	} else {
-		json_mac("src_mac", p->src_mac);
-		json_mac("dst_mac", p->dst_mac);
+		json_mac(&w, "src_mac", p->src_mac);
+		json_mac(&w, "dst_mac", p->dst_mac);
 		addr_text(p, true, src, sizeof(src));
 		addr_text(p, false, dst, sizeof(dst));
-		printf("\"proto\":\"%s\",\"ipv6\":%s,\"src_ip\":\"%s\",\"dst_ip\":\"%s\","
-		       "\"src_port\":%u,\"dst_port\":%u,\"flows\":%u,\"stamp\":%s,",
-		       p->tcp ? "tcp" : "udp", p->ipv6 ? "true" : "false", src, dst,
-		       p->sport, p->dport, p->flows, p->stamp ? "true" : "false");
+		jsonw_string_field(&w, "proto", p->tcp ? "tcp" : "udp");
+		jsonw_bool_field(&w, "ipv6", p->ipv6);
+		jsonw_string_field(&w, "src_ip", src);
+		jsonw_string_field(&w, "dst_ip", dst);
+		jsonw_uint_field(&w, "src_port", p->sport);
+		jsonw_uint_field(&w, "dst_port", p->dport);
+		jsonw_uint_field(&w, "flows", p->flows);
+		jsonw_bool_field(&w, "stamp", p->stamp);
 		if (cfg->mode == PKTGEN_MIX) {
-			json_str("mix", cfg->mix_file);
-			printf("\"mix_sizes\":%u,\"mix_sequence\":%u,", cfg->mix.n,
-			       cfg->mix.seq_len);
+			jsonw_string_field(&w, "mix", cfg->mix_file);
+			jsonw_uint_field(&w, "mix_sizes", cfg->mix.n);
+			jsonw_uint_field(&w, "mix_sequence", cfg->mix.seq_len);
 		} else {
-			printf("\"size\":%u,", cfg->size);
+			jsonw_uint_field(&w, "size", cfg->size);
 		}
 	}
-	printf("\"held\":%s,", r->held ? "true" : "false");
-	printf("\"avg_frame_bytes\":%.2f,\"batch\":%u,", cfg->avg_len, cfg->batch);
-	json_u32_or_null("cpu", cfg->cpu >= 0, cfg->cpu);
-	json_u32_or_null("count", cfg->count, cfg->count);
-	json_u32_or_null("duration_s", cfg->duration, cfg->duration);
+	jsonw_bool_field(&w, "held", r->held);
+	jsonw_float_field_fmt(&w, "avg_frame_bytes", "%.2f", cfg->avg_len);
+	jsonw_uint_field(&w, "batch", cfg->batch);
+	json_u32_or_null(&w, "cpu", cfg->cpu >= 0, cfg->cpu);
+	json_u32_or_null(&w, "count", cfg->count, cfg->count);
+	json_u32_or_null(&w, "duration_s", cfg->duration, cfg->duration);
 	/* rate 0 = as fast as possible: no offered rate */
-	printf("\"rate_pps\":%u,", cfg->rate);
-	if (cfg->rate)
-		printf("\"offered_pps\":%u,\"offered_gbps_l2\":%.6f,"
-		       "\"offered_gbps_wire\":%.6f,", cfg->rate,
-		       gbps(cfg->rate, cfg->avg_len), gbps(cfg->rate, wire));
-	else
-		printf("\"offered_pps\":null,\"offered_gbps_l2\":null,"
-		       "\"offered_gbps_wire\":null,");
-	printf("\"elapsed_s\":%.6f,\"runs\":%llu,\"transmitted\":%llu,\"errors\":%llu,"
-	       "\"achieved_pps\":%.1f,\"achieved_gbps_l2\":%.6f,"
-	       "\"achieved_gbps_wire\":%.6f,",
-	       secs, (unsigned long long)r->st.runs, (unsigned long long)r->st.tx,
-	       (unsigned long long)r->st.errors, pps, gbps(pps, cfg->avg_len),
-	       gbps(pps, wire));
-	if (r->drv_stats)
-		printf("\"driver_sent\":%llu,\"driver_dropped\":%llu,"
-		       "\"redirect_errors\":%llu,",
-		       (unsigned long long)r->st.drv_sent,
-		       (unsigned long long)r->st.drv_drops,
-		       (unsigned long long)r->st.redir_err);
-	else
-		printf("\"driver_sent\":null,\"driver_dropped\":null,"
-		       "\"redirect_errors\":null,");
-	printf("\"interrupted\":%s}\n", r->interrupted ? "true" : "false");
+	jsonw_uint_field(&w, "rate_pps", cfg->rate);
+	json_u32_or_null(&w, "offered_pps", cfg->rate, cfg->rate);
+	jsonw_float_field_fmt(&w, "offered_gbps_l2", "%.6f",
+			      cfg->rate ? gbps(cfg->rate, cfg->avg_len) : NAN);
+	jsonw_float_field_fmt(&w, "offered_gbps_wire", "%.6f",
+			      cfg->rate ? gbps(cfg->rate, wire) : NAN);
+	jsonw_float_field_fmt(&w, "elapsed_s", "%.6f", secs);
+	jsonw_uint_field(&w, "runs", r->st.runs);
+	jsonw_uint_field(&w, "transmitted", r->st.tx);
+	jsonw_uint_field(&w, "errors", r->st.errors);
+	jsonw_float_field_fmt(&w, "achieved_pps", "%.1f", pps);
+	jsonw_float_field_fmt(&w, "achieved_gbps_l2", "%.6f", gbps(pps, cfg->avg_len));
+	jsonw_float_field_fmt(&w, "achieved_gbps_wire", "%.6f", gbps(pps, wire));
+	if (r->drv_stats) {
+		jsonw_uint_field(&w, "driver_sent", r->st.drv_sent);
+		jsonw_uint_field(&w, "driver_dropped", r->st.drv_drops);
+		jsonw_uint_field(&w, "redirect_errors", r->st.redir_err);
+	} else {
+		jsonw_null_field(&w, "driver_sent");
+		jsonw_null_field(&w, "driver_dropped");
+		jsonw_null_field(&w, "redirect_errors");
+	}
+	jsonw_bool_field(&w, "interrupted", r->interrupted);
+	jsonw_end_object(&w);
 }
 
 static void report_text(const struct pg_cfg *cfg, const struct pg_result *r,

@@ -28,6 +28,7 @@
 
 #include "pg.h"
 #include "pktgen.skel.h"
+#include "util.h"
 
 #define NSEC 1000000000ULL
 /*
@@ -53,14 +54,6 @@ static volatile sig_atomic_t stopping;
 void pg_stop(void)
 {
 	stopping = 1;
-}
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
 }
 
 static void sleep_until(__u64 t)
@@ -213,14 +206,13 @@ static int run_error(const struct pg_cfg *cfg, int err)
 
 static int pin_cpu(int cpu)
 {
-	cpu_set_t set;
+	int err;
 
 	if (cpu < 0)
 		return 0;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		return pg_err("cannot run on CPU %d: %s", cpu, strerror(errno));
+	err = nfsl_pin_cpu(cpu);
+	if (err)
+		return pg_err("cannot run on CPU %d: %s", cpu, strerror(-err));
 	return 0;
 }
 
@@ -233,7 +225,7 @@ static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 {
 	int fd = bpf_program__fd(skel->progs.pktgen);
 	__u64 limit = cfg->count ? cfg->count : UINT64_MAX;
-	__u64 t0 = now_ns(), end = UINT64_MAX;
+	__u64 t0 = nfsl_now_ns(), end = UINT64_MAX;
 	volatile struct pktgen_stats *st = &skel->bss->stats;
 	/* Not held, a call waits ~25 ms: fewer, longer calls. */
 	__u64 chunk = res->held ? PG_CHUNK : PG_CHUNK_UNHELD;
@@ -248,7 +240,7 @@ static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 	if (cfg->duration)
 		end = t0 + cfg->duration * NSEC;
 	for (;;) {
-		__u64 done = st->runs, t = now_ns(), n;
+		__u64 done = st->runs, t = nfsl_now_ns(), n;
 		bool last = t >= end;
 
 		if (stopping || done >= limit || (last && !cfg->rate))
@@ -285,7 +277,7 @@ static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 		if (last)
 			break;
 	}
-	res->elapsed_ns = now_ns() - t0;
+	res->elapsed_ns = nfsl_now_ns() - t0;
 	if (stopping)
 		res->interrupted = true;
 	return err;

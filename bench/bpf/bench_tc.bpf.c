@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Baselines for the splicer's per-packet cost (issue #2, bench/datapath_cost.c):
+ * Baselines for the splicer's per-packet cost (issue #2, bench/datapath_*.c):
  *   bench_tc_empty  nothing: the bias of the run-time statistics
  *   bench_tc_parse  the header parser of the splicer (nfsl_parse.h)
  *   bench_tc_store  the bare splice: bpf_skb_change_tail to the original

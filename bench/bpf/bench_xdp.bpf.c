@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Baselines for the slicer's per-packet cost (issue #2, bench/datapath_cost.c).
+ * Baselines for the slicer's per-packet cost (issue #2, bench/datapath_*.c).
  * Each is the least an XDP program must do for one part of slicing, so the
  * driver can put the slicer's cost next to it under BPF_PROG_TEST_RUN:
  *   bench_xdp_empty      nothing: the bias of the run-time statistics

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -203,7 +204,7 @@ void nfsl_domain_close(struct nfsl_domain *d)
 	}
 }
 
-int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum)
+int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	struct nfsl_counters *per;
@@ -215,7 +216,7 @@ int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum)
 	per = calloc(ncpus, sizeof(*per));
 	if (!per)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(d->counters_fd, &zero, per)) {
+	if (bpf_map_lookup_elem(counters_fd, &zero, per)) {
 		err = -errno;
 		goto out;
 	}
@@ -229,6 +230,28 @@ int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum)
 out:
 	free(per);
 	return err;
+}
+
+int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum)
+{
+	return nfsl_counters_sum(d->counters_fd, sum);
+}
+
+int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
+		     __u32 slots, __u32 expiry, int ncpus)
+{
+	if (ncpus <= 0 || ncpus > NFSL_MAX_CPUS || slots < (__u32)ncpus)
+		return -EINVAL;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->threshold = threshold;
+	cfg->keep = keep;
+	cfg->ncpus = ncpus;
+	cfg->part_slots = slots / ncpus;
+	cfg->slots = cfg->part_slots * ncpus;
+	cfg->expiry = expiry;
+	if (getrandom(cfg->key, sizeof(cfg->key), 0) != sizeof(cfg->key))
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
 int nfsl_domain_busy_slots(const struct nfsl_domain *d, __u32 *busy)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A slicing domain as user space sees it: where its pins live, its maps,
- * its summed counters and its store occupancy. Used by the nfslice CLI and
- * by later user-space parts (manager, AF_XDP engine).
+ * its configuration, its summed counters and its store occupancy. Used by
+ * the nfslice CLI, the benchmarks and later user-space parts (manager,
+ * AF_XDP engine).
  */
 #ifndef NFSL_DOMAIN_H
 #define NFSL_DOMAIN_H
@@ -62,6 +63,19 @@ void nfsl_domain_close(struct nfsl_domain *d);
 
 /* Sum the per-CPU counters into @sum. Returns 0 or -errno. */
 int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum);
+/* The same from the fd of a counters map (a domain's, or one loaded by a
+ * test or benchmark). */
+int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum);
+
+/*
+ * nfsl_config_init - a domain configuration as attach writes it: @slots
+ * split evenly into @ncpus per-CPU partitions (rounded down to a multiple
+ * of @ncpus), a fresh random SipHash key, no interfaces yet. Returns 0,
+ * -EINVAL when @ncpus is not 1..NFSL_MAX_CPUS or @slots < @ncpus, or the
+ * -errno of getrandom.
+ */
+int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
+		     __u32 slots, __u32 expiry, int ncpus);
 
 /* Count busy slots (expiry count != 0) through an mmap of the store.
  * Returns 0 or -errno. */

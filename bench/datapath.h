@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nfslice-bench-datapath: per-packet cost of the slicer (XDP) and the
+ * splicer (tc) under BPF_PROG_TEST_RUN, next to baselines that do only the
+ * bare work (issue #2, docs/benchmarks.md):
+ *
+ *   xdp-empty     nothing: bias of the run-time statistics (XDP)
+ *   xdp-parse     header parser only (nfsl_parse.h)
+ *   xdp-copy      bpf_xdp_load_bytes of the payload into the store slot the
+ *                 slicer would take next (its per-CPU cursor), no claim,
+ *                 then a locked add so its cache misses count in its time
+ *   xdp-copy-nofence  the same without the locked add
+ *   xdp-copy-warm the same copy, always into one slot
+ *   slicer        nfsl_slicer on a fresh packet
+ *   tc-empty      nothing: bias of the run-time statistics (tc)
+ *   tc-parse      header parser only
+ *   tc-store      bpf_skb_change_tail + bpf_skb_store_bytes of the parked
+ *                 payload into a freshly sliced packet
+ *   splicer       nfsl_splicer on a freshly sliced packet
+ *   *-lag         the same two with LAG packets parked in between (the slot
+ *                 has gone cold, as after an NF's latency)
+ *
+ * Method: every packet is one BPF_PROG_TEST_RUN with repeat=1, because the
+ * slicer shrinks its packet and repeat does not reset it, and the splicer
+ * needs a freshly sliced packet. The cost of a program is its run_time_ns /
+ * run_cnt from the kernel's BPF statistics (bpf_enable_stats), minus the
+ * same figure for an empty program of the same hook (the two clock reads
+ * around every run; median over the rounds).
+ * Programs run in blocks of ITERS packets, every block of every program once
+ * per round in a shuffled order, so machine noise hits all alike; the
+ * result is the median over the rounds. Cross-checks: the test_run duration
+ * field (minus the empty program's), and for XDP programs live-frames runs
+ * (BPF_F_TEST_XDP_LIVE_FRAMES), one batch of fresh pages per call.
+ *
+ * The domain maps are configured as `nfslice attach` does; the splicer and
+ * the baselines reuse the slicer's maps. The process pins itself to one
+ * CPU and moves into a fresh network namespace, so live-frames packets that
+ * the programs pass to the stack can only reach a loopback that is down.
+ *
+ * One file per job:
+ *   datapath_main.c    the programs measured (benches[]), order of the steps
+ *   datapath_opts.c    options and --help
+ *   datapath_setup.c   the domain (objects, maps, config), the packets, the store
+ *   datapath_run.c     test runs, blocks of one program, rounds
+ *   datapath_stats.c   net cost, bias, quantiles, ratios to the baselines
+ *   datapath_report.c  table, JSON and CSV
+ */
+#ifndef NFSL_BENCH_DATAPATH_H
+#define NFSL_BENCH_DATAPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "cli.h"
+#include "nfsl_structs.h"
+
+#define DP_NAME "nfslice-bench-datapath"
+
+#define MAX_SIZES 8
+#define MAX_ROUNDS 1000
+#define PKT_BUF 4096
+#define SLICED_BUF 256
+#define LIVE_BATCH 256 /* largest batch of a live-frames run */
+
+enum hook { HOOK_XDP, HOOK_TC };
+
+enum bench_id {
+	B_XDP_EMPTY,
+	B_XDP_PARSE,
+	B_XDP_COPY,
+	B_XDP_COPY_NOFENCE,
+	B_XDP_COPY_WARM,
+	B_SLICER,
+	B_TC_EMPTY,
+	B_TC_PARSE,
+	B_TC_STORE,
+	B_SPLICER,
+	B_TC_STORE_LAG,
+	B_SPLICER_LAG,
+	B_LIVE_EMPTY,
+	B_LIVE_PARSE,
+	B_LIVE_COPY,
+	B_LIVE_SLICER,
+	B_NR
+};
+
+#define BF_SLICED 0x1 /* needs a packet the slicer slices */
+#define BF_LAG 0x2 /* splice LAG packets after slicing them */
+#define BF_LIVE 0x4 /* live-frames cross-check of another bench */
+
+struct bench_desc {
+	const char *name;
+	enum hook hook;
+	unsigned int flags;
+	int bias; /* bench whose cost is subtracted, -1: none (raw) */
+	int baseline; /* bench the ratio is taken against, -1: none */
+	double target; /* largest acceptable ratio, 0: none */
+	int live; /* B_LIVE_* bench that cross-checks this one, -1: none */
+};
+extern const struct bench_desc benches[B_NR];
+
+
+/* Skeletons (build/.output/NAME.skel.h). */
+struct slicer_bpf;
+struct splicer_bpf;
+struct bench_xdp_bpf;
+struct bench_tc_bpf;
+
+struct opts {
+	unsigned int rounds;
+	unsigned int warmup;
+	unsigned int iters;
+	unsigned int live_repeat;
+	unsigned int lag;
+	int cpu;
+	unsigned int nsizes;
+	unsigned int sizes[MAX_SIZES];
+	bool udp, tcp;
+	bool live;
+	bool flush; /* evict the store from the caches before each block */
+	bool sel[B_NR]; /* programs to measure (with their bias and baselines) */
+	const char *json;
+	const char *csv;
+	bool quiet;
+};
+
+/* One packet under test: a size and a protocol. */
+struct bcase {
+	unsigned int size;
+	__u8 proto;
+	unsigned int payoff;
+	bool sliced; /* the slicer slices it (size >= threshold) */
+	__u8 pkt[PKT_BUF];
+	__u8 tc_in[SLICED_BUF]; /* what tc-empty / tc-parse run on */
+	unsigned int tc_in_len;
+	/* per bench, per round: mean ns per run over the block (dur: from the
+	 * test_run duration field, NAN for live frames) */
+	double *raw[B_NR];
+	double *dur[B_NR];
+	/* per bias bench: median over the rounds of raw and duration */
+	double bias_raw[B_NR], bias_dur[B_NR];
+};
+
+/* A sliced packet waiting for its splice. */
+struct sliced {
+	__u8 buf[SLICED_BUF];
+	unsigned int len;
+	__u32 slot, gen;
+};
+
+struct bench {
+	struct opts o;
+	struct slicer_bpf *sl;
+	struct splicer_bpf *sp;
+	struct bench_xdp_bpf *bx;
+	struct bench_tc_bpf *bt;
+	struct nfsl_config cfg;
+	struct nfsl_slot *store; /* mmap of nfsl_store */
+	size_t store_len;
+	int stats_fd;
+	int ncpus;
+	struct bcase *cases;
+	unsigned int ncases;
+	struct sliced *ring;
+	__u8 out[PKT_BUF];
+	struct nfsl_counters cnt0, cnt1;
+	double elapsed;
+};
+
+struct summary {
+	double med, p25, p75, min, max; /* net ns/packet */
+	double raw, bias, dur; /* medians: raw, bias, duration-based net */
+	/* vs baseline: median and spread of the per-round ratios (both
+	 * programs ran in the same round, so noise that hits a round cancels),
+	 * and for reference the ratio of the two medians */
+	double ratio, r25, r75, rmin, rmax, rmed;
+	int baseline;
+	double target;
+	bool valid;
+};
+
+/* "nfslice-bench-datapath: MESSAGE" on stderr. */
+#define pr_err(...) ((void)nfsl_msg(DP_NAME ": ", __VA_ARGS__))
+
+/* datapath_opts.c */
+int dp_parse_opts(struct opts *o, int argc, char **argv);
+
+/* datapath_setup.c */
+int dp_setup_domain(struct bench *b);
+int dp_setup_cases(struct bench *b);
+int dp_read_counters(struct bench *b, struct nfsl_counters *sum);
+void dp_release_all(struct bench *b);
+int dp_flush_store(struct bench *b);
+
+/* datapath_run.c */
+int dp_run_once(struct bench *b, int fd, const void *in, unsigned int len,
+		unsigned int *out_len, __u32 *retval, __u32 *duration);
+int dp_slice_one(struct bench *b, struct bcase *c, struct sliced *s);
+void dp_release_sliced(struct bench *b, const struct sliced *s);
+int dp_run_all(struct bench *b);
+
+/* datapath_stats.c */
+bool dp_applies(const struct bench *b, const struct bcase *c, int id);
+double dp_net(const struct bcase *c, int id, unsigned int r);
+double dp_net_dur(const struct bcase *c, int id, unsigned int r);
+void dp_finish_bias(struct bench *b);
+void dp_summarize(const struct bench *b, const struct bcase *c, int id, struct summary *s);
+
+/* datapath_report.c */
+int dp_write_json(const struct bench *b, const char *path);
+int dp_write_csv(const struct bench *b, const char *path);
+void dp_print_table(const struct bench *b);
+
+#endif /* NFSL_BENCH_DATAPATH_H */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfslice-bench-datapath: per-packet cost of the slicer and the splicer
+ * under BPF_PROG_TEST_RUN next to bare baselines (bench/datapath.h). This
+ * file: the programs measured and the order of the steps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+
+#include "datapath.h"
+#include "log.h"
+#include "util.h"
+
+#include "slicer.skel.h"
+#include "splicer.skel.h"
+#include "bench_xdp.skel.h"
+#include "bench_tc.skel.h"
+
+const struct bench_desc benches[B_NR] = {
+	[B_XDP_EMPTY] = {"xdp-empty", HOOK_XDP, 0, -1, -1, 0, B_LIVE_EMPTY},
+	[B_XDP_PARSE] = {"xdp-parse", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_PARSE},
+	[B_XDP_COPY] = {"xdp-copy", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_COPY},
+	[B_XDP_COPY_NOFENCE] = {"xdp-copy-nofence", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_XDP_COPY_WARM] = {"xdp-copy-warm", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_SLICER] = {"slicer", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY, 1.5, B_LIVE_SLICER},
+	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
+	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
+	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
+	[B_SPLICER] = {"splicer", HOOK_TC, 0, B_TC_EMPTY, B_TC_STORE, 2.0, -1},
+	[B_TC_STORE_LAG] = {"tc-store-lag", HOOK_TC, BF_SLICED | BF_LAG, B_TC_EMPTY, -1, 0, -1},
+	[B_SPLICER_LAG] = {"splicer-lag", HOOK_TC, BF_SLICED | BF_LAG, B_TC_EMPTY, B_TC_STORE_LAG,
+			   2.0, -1},
+	[B_LIVE_EMPTY] = {"live-xdp-empty", HOOK_XDP, BF_LIVE, -1, -1, 0, -1},
+	[B_LIVE_PARSE] = {"live-xdp-parse", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, -1, 0, -1},
+	[B_LIVE_COPY] = {"live-xdp-copy", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, -1, 0, -1},
+	[B_LIVE_SLICER] = {"live-slicer", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, B_LIVE_COPY, 0, -1},
+};
+
+static int pin_cpu(struct opts *o)
+{
+	int err;
+
+	if (o->cpu < 0)
+		o->cpu = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	err = nfsl_pin_cpu(o->cpu);
+	if (err) {
+		pr_err("cannot pin to CPU %d: %s", o->cpu, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench b = {.stats_fd = -1};
+	unsigned int i, k;
+	int ret = 1;
+
+	if (dp_parse_opts(&b.o, argc, argv))
+		return 2;
+	if (!isatty(STDERR_FILENO))
+		b.o.quiet = true;
+	if (geteuid()) {
+		pr_err("needs root (BPF_PROG_TEST_RUN, bpf_enable_stats)");
+		return 1;
+	}
+	nfsl_log_init(NFSL_LOG_WARN);
+	if (pin_cpu(&b.o))
+		goto out;
+	/* Live-frames packets the programs pass go up the stack of the
+	 * current namespace: keep them in one with nothing but a loopback. */
+	if (unshare(CLONE_NEWNET)) {
+		pr_err("cannot create a network namespace: %s", strerror(errno));
+		goto out;
+	}
+	if (dp_setup_domain(&b))
+		goto out;
+	if (b.o.lag >= b.cfg.part_slots) {
+		pr_err("--lag %u must be below the partition size %u", b.o.lag, b.cfg.part_slots);
+		goto out;
+	}
+	if (b.o.live && b.o.live_repeat > b.cfg.part_slots) {
+		pr_err("--live-repeat %u must not exceed the partition size %u", b.o.live_repeat,
+		       b.cfg.part_slots);
+		goto out;
+	}
+	b.ring = calloc(b.o.lag ? b.o.lag : 1, sizeof(*b.ring));
+	if (!b.ring)
+		goto out;
+	b.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (b.stats_fd < 0) {
+		pr_err("cannot enable BPF run-time statistics: %s", strerror(errno));
+		goto out;
+	}
+	if (dp_setup_cases(&b))
+		goto out;
+	if (dp_read_counters(&b, &b.cnt0))
+		goto out;
+	if (dp_run_all(&b))
+		goto out;
+	dp_finish_bias(&b);
+	if (dp_read_counters(&b, &b.cnt1))
+		goto out;
+	if (b.cnt1.skipped_full != b.cnt0.skipped_full || b.cnt1.stale != b.cnt0.stale ||
+	    b.cnt1.evicted != b.cnt0.evicted || b.cnt1.bad_token != b.cnt0.bad_token) {
+		pr_err("unexpected datapath counters: skipped_full %llu, stale %llu, "
+		       "evicted %llu, bad_token %llu",
+		       (unsigned long long)(b.cnt1.skipped_full - b.cnt0.skipped_full),
+		       (unsigned long long)(b.cnt1.stale - b.cnt0.stale),
+		       (unsigned long long)(b.cnt1.evicted - b.cnt0.evicted),
+		       (unsigned long long)(b.cnt1.bad_token - b.cnt0.bad_token));
+		goto out;
+	}
+	dp_print_table(&b);
+	if (b.o.json && dp_write_json(&b, b.o.json))
+		goto out;
+	if (b.o.csv && dp_write_csv(&b, b.o.csv))
+		goto out;
+	ret = 0;
+out:
+	if (b.stats_fd >= 0)
+		close(b.stats_fd);
+	if (b.store)
+		munmap(b.store, b.store_len);
+	if (b.cases) {
+		for (i = 0; i < b.ncases; i++) {
+			for (k = 0; k < B_NR; k++) {
+				free(b.cases[i].raw[k]);
+				free(b.cases[i].dur[k]);
+			}
+		}
+		free(b.cases);
+	}
+	free(b.ring);
+	bench_xdp_bpf__destroy(b.bx);
+	bench_tc_bpf__destroy(b.bt);
+	splicer_bpf__destroy(b.sp);
+	slicer_bpf__destroy(b.sl);
+	return ret;
+}

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Test runs of nfslice-bench-datapath (bench/datapath.h): one packet, one
+ * block of a program on one packet, and the rounds of shuffled blocks.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "datapath.h"
+#include "nfsl_parse.h"
+#include "nfsl_store.h"
+#include "nfsl_token.h"
+#include "util.h"
+
+#include "slicer.skel.h"
+#include "splicer.skel.h"
+#include "bench_xdp.skel.h"
+#include "bench_tc.skel.h"
+
+static int prog_fd(struct bench *b, int id)
+{
+	switch (id) {
+	case B_XDP_EMPTY:
+	case B_LIVE_EMPTY:
+		return bpf_program__fd(b->bx->progs.bench_xdp_empty);
+	case B_XDP_PARSE:
+	case B_LIVE_PARSE:
+		return bpf_program__fd(b->bx->progs.bench_xdp_parse);
+	case B_XDP_COPY:
+	case B_LIVE_COPY:
+		return bpf_program__fd(b->bx->progs.bench_xdp_copy);
+	case B_XDP_COPY_NOFENCE:
+		return bpf_program__fd(b->bx->progs.bench_xdp_copy_nofence);
+	case B_XDP_COPY_WARM:
+		return bpf_program__fd(b->bx->progs.bench_xdp_copy_warm);
+	case B_SLICER:
+	case B_LIVE_SLICER:
+		return bpf_program__fd(b->sl->progs.nfsl_slicer);
+	case B_TC_EMPTY:
+		return bpf_program__fd(b->bt->progs.bench_tc_empty);
+	case B_TC_PARSE:
+		return bpf_program__fd(b->bt->progs.bench_tc_parse);
+	case B_TC_STORE:
+	case B_TC_STORE_LAG:
+		return bpf_program__fd(b->bt->progs.bench_tc_store);
+	default:
+		return bpf_program__fd(b->sp->progs.nfsl_splicer);
+	}
+}
+
+/* Kernel run-time statistics of a program: total ns and runs so far. */
+static int prog_stats(int fd, __u64 *ns, __u64 *cnt)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		pr_err("cannot read program info: %s", strerror(errno));
+		return -1;
+	}
+	*ns = info.run_time_ns;
+	*cnt = info.run_cnt;
+	return 0;
+}
+
+
+/* ---- one test run ----------------------------------------------------- */
+
+/* Run @fd once on @in; the output lands in b->out. Returns 0 or -errno. */
+int dp_run_once(struct bench *b, int fd, const void *in, unsigned int len,
+		    unsigned int *out_len, __u32 *retval, __u32 *duration)
+{
+	/* clang-format off */
+	LIBBPF_OPTS(bpf_test_run_opts, t,
+		.data_in = in,
+		.data_size_in = len,
+		.data_out = b->out,
+		.data_size_out = sizeof(b->out),
+		.repeat = 1,
+	);
+	/* clang-format on */
+	int err;
+
+	*out_len = 0;
+	*retval = 0;
+	err = bpf_prog_test_run_opts(fd, &t);
+	if (err)
+		return -errno;
+	*out_len = t.data_size_out;
+	*retval = t.retval;
+	if (duration)
+		*duration = t.duration;
+	return 0;
+}
+
+/* Slice the packet of @c (not measured) into @s. */
+int dp_slice_one(struct bench *b, struct bcase *c, struct sliced *s)
+{
+	int fd = bpf_program__fd(b->sl->progs.nfsl_slicer);
+	const struct nfsl_token *tok;
+	unsigned int len;
+	__u32 ret;
+	int err;
+
+	err = dp_run_once(b, fd, c->pkt, c->size, &len, &ret, NULL);
+	if (err) {
+		pr_err("slicer test run failed: %s", strerror(-err));
+		return err;
+	}
+	if (ret != XDP_PASS || len != c->payoff + NFSL_TOKEN_LEN) {
+		pr_err("slicer did not slice a %u B packet (ret %u, %u B out): "
+		       "is the store full?",
+		       c->size, ret, len);
+		return -EPROTO;
+	}
+	memcpy(s->buf, b->out, len);
+	s->len = len;
+	tok = (const struct nfsl_token *)(s->buf + len - NFSL_TOKEN_LEN);
+	s->slot = ntohl(tok->slot);
+	s->gen = ntohl(tok->gen);
+	if (s->slot >= NFSL_DEF_SLOTS) {
+		pr_err("slicer wrote slot %u, beyond the store", s->slot);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+void dp_release_sliced(struct bench *b, const struct sliced *s)
+{
+	nfsl_slot_release(&b->store[s->slot], s->gen);
+}
+
+/* ---- blocks ----------------------------------------------------------- */
+
+/* Check the output of a measured run. */
+static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len, __u32 ret)
+{
+	switch (id) {
+	case B_SLICER:
+		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
+			goto bad;
+		return 0;
+	case B_SPLICER:
+	case B_SPLICER_LAG:
+		if (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))
+			goto bad;
+		return 0;
+	case B_TC_STORE:
+	case B_TC_STORE_LAG:
+		if (ret != TC_ACT_OK || len != c->size ||
+		    memcmp(b->out + c->payoff, c->pkt + c->payoff, len - c->payoff))
+			goto bad;
+		return 0;
+	default:
+		return 0;
+	}
+bad:
+	pr_err("%s gave a wrong result for the %u B %s packet (ret %u, %u B)", benches[id].name,
+	       c->size, c->proto == IPPROTO_UDP ? "UDP" : "TCP", ret, len);
+	return -EPROTO;
+}
+
+/* XDP programs and the slicer on a fresh copy of the packet. */
+static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur)
+{
+	const struct nfsl_token *tok;
+	unsigned int len;
+	__u32 ret, d;
+	int err;
+
+	err = dp_run_once(b, fd, c->pkt, c->size, &len, &ret, &d);
+	if (err) {
+		pr_err("%s test run failed: %s", benches[id].name, strerror(-err));
+		return err;
+	}
+	*dur += d;
+	if (check_out(b, c, id, len, ret))
+		return -EPROTO;
+	if (id == B_SLICER && c->sliced) {
+		/* Free the slot as a splicer would, outside the measurement. */
+		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);
+		if (ntohl(tok->slot) >= NFSL_DEF_SLOTS)
+			return -EPROTO;
+		nfsl_slot_release(&b->store[ntohl(tok->slot)], ntohl(tok->gen));
+	}
+	return 0;
+}
+
+/* One splice (splicer or tc-store) of @s, measured. */
+static int splice_iter(struct bench *b, struct bcase *c, int id, int fd, struct sliced *s,
+		       __u64 *dur)
+{
+	unsigned int len;
+	__u32 ret, d;
+	int err;
+
+	b->bt->bss->bench_slot = s->slot;
+	err = dp_run_once(b, fd, s->buf, s->len, &len, &ret, &d);
+	if (err) {
+		pr_err("%s test run failed: %s", benches[id].name, strerror(-err));
+		return err;
+	}
+	*dur += d;
+	if (check_out(b, c, id, len, ret))
+		return -EPROTO;
+	if (id == B_TC_STORE || id == B_TC_STORE_LAG)
+		dp_release_sliced(b, s);
+	return 0;
+}
+
+/*
+ * Live frames: the kernel runs the program on a fresh copy of the packet per
+ * repeat, back to back, without a syscall in between. A page the program
+ * passed comes back to the page pool with its content as the program left
+ * it (Documentation/bpf/bpf_prog_run.rst), so a call runs one batch only:
+ * every packet of it starts on a newly initialised page.
+ */
+static int live_block(struct bench *b, struct bcase *c, int id, int fd)
+{
+	/* clang-format off */
+	LIBBPF_OPTS(bpf_test_run_opts, t,
+		.data_in = c->pkt,
+		.data_size_in = c->size,
+		.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+	);
+	/* clang-format on */
+	struct nfsl_counters before, after;
+	unsigned int done, n;
+	int err;
+
+	if (id == B_LIVE_SLICER && dp_read_counters(b, &before))
+		return -EIO;
+	for (done = 0; done < b->o.live_repeat; done += n) {
+		n = b->o.live_repeat - done;
+		if (n > LIVE_BATCH)
+			n = LIVE_BATCH;
+		t.repeat = n;
+		t.batch_size = n;
+		if (bpf_prog_test_run_opts(fd, &t)) {
+			err = -errno;
+			pr_err("%s live-frames run failed: %s", benches[id].name, strerror(errno));
+			return err;
+		}
+	}
+	if (id != B_LIVE_SLICER)
+		return 0;
+	dp_release_all(b);
+	if (dp_read_counters(b, &after))
+		return -EIO;
+	if (c->sliced && after.sliced - before.sliced != b->o.live_repeat) {
+		pr_err("live-frames slicer sliced %llu of %u packets of %u B",
+		       (unsigned long long)(after.sliced - before.sliced), b->o.live_repeat,
+		       c->size);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Measure bench @id on case @c for round @r (r < 0: warm-up, not kept). */
+static int run_block(struct bench *b, struct bcase *c, int id, int r)
+{
+	const struct bench_desc *d = &benches[id];
+	unsigned int iters = b->o.iters, lag = 0, i, n;
+	int fd = prog_fd(b, id), err = 0;
+	__u64 ns0, cnt0, ns1, cnt1, dur = 0;
+
+	if (id == B_XDP_COPY || id == B_XDP_COPY_NOFENCE || id == B_XDP_COPY_WARM ||
+	    id == B_LIVE_COPY)
+		b->bx->bss->bench_payoff = c->payoff;
+	if (d->flags & BF_LAG) {
+		lag = b->o.lag;
+		for (i = 0; i < lag; i++) {
+			err = dp_slice_one(b, c, &b->ring[i]);
+			if (err)
+				goto out;
+		}
+	}
+
+	if (b->o.flush && id != B_XDP_EMPTY && id != B_TC_EMPTY && id != B_LIVE_EMPTY) {
+		err = dp_flush_store(b);
+		if (err)
+			goto out;
+	}
+	if (prog_stats(fd, &ns0, &cnt0)) {
+		err = -EIO;
+		goto out;
+	}
+	if (d->flags & BF_LIVE) {
+		err = live_block(b, c, id, fd);
+		iters = b->o.live_repeat;
+	} else if (d->hook == HOOK_XDP) {
+		for (i = 0; i < iters && !err; i++)
+			err = xdp_iter(b, c, id, fd, &dur);
+	} else if (id == B_TC_EMPTY || id == B_TC_PARSE) {
+		unsigned int len;
+		__u32 ret, du;
+
+		for (i = 0; i < iters && !err; i++) {
+			err = dp_run_once(b, fd, c->tc_in, c->tc_in_len, &len, &ret, &du);
+			dur += du;
+		}
+		if (err)
+			pr_err("%s test run failed: %s", d->name, strerror(-err));
+	} else if (!c->sliced) {
+		/* Splicer on a packet too small to slice: parse and pass. */
+		for (i = 0; i < iters && !err; i++) {
+			unsigned int len;
+			__u32 ret, du;
+
+			err = dp_run_once(b, fd, c->pkt, c->size, &len, &ret, &du);
+			dur += du;
+			if (!err &&
+			    (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))) {
+				pr_err("splicer changed an unsliced %u B packet", c->size);
+				err = -EPROTO;
+			}
+		}
+	} else {
+		/* Slice (not measured), then splice the packet sliced @lag
+		 * packets earlier: 0 = the one just sliced. */
+		for (i = 0; i < iters && !err; i++) {
+			struct sliced *s = &b->ring[lag ? i % lag : 0];
+
+			if (!lag)
+				err = dp_slice_one(b, c, s);
+			if (!err)
+				err = splice_iter(b, c, id, fd, s, &dur);
+			if (!err && lag)
+				err = dp_slice_one(b, c, s);
+		}
+	}
+	if (err)
+		goto out;
+	if (prog_stats(fd, &ns1, &cnt1)) {
+		err = -EIO;
+		goto out;
+	}
+	n = cnt1 - cnt0;
+	if (n != iters) {
+		pr_err("%s ran %u times in a block of %u (is something else running it?)", d->name,
+		       n, iters);
+		err = -EPROTO;
+		goto out;
+	}
+	if (r >= 0) {
+		c->raw[id][r] = (double)(ns1 - ns0) / n;
+		c->dur[id][r] = (d->flags & BF_LIVE) ? NAN : (double)dur / n;
+	}
+out:
+	if (lag)
+		dp_release_all(b); /* the packets still parked in the ring */
+	return err;
+}
+
+/* ---- rounds ----------------------------------------------------------- */
+
+static __u64 rng_state = 0x9e3779b97f4a7c15ULL;
+
+static __u64 rng_next(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+int dp_run_all(struct bench *b)
+{
+	unsigned int nblocks = b->ncases * B_NR, i, n;
+	int total = (int)(b->o.warmup + b->o.rounds), r, err = 0;
+	__u64 t0;
+	unsigned int *order;
+
+	order = calloc(nblocks, sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	t0 = nfsl_now_ns();
+	for (r = 0; r < total && !err; r++) {
+		/* Every applicable block once, in a fresh shuffled order. */
+		for (i = 0, n = 0; i < nblocks; i++)
+			if (dp_applies(b, &b->cases[i / B_NR], i % B_NR))
+				order[n++] = i;
+		for (i = n - 1; i > 0; i--) {
+			unsigned int j = rng_next() % (i + 1), t = order[i];
+
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (i = 0; i < n && !err; i++)
+			err = run_block(b, &b->cases[order[i] / B_NR], order[i] % B_NR,
+					r - (int)b->o.warmup);
+		if (!b->o.quiet)
+			fprintf(stderr, "\rround %d/%d", r + 1, total);
+	}
+	if (!b->o.quiet)
+		fprintf(stderr, "\n");
+	b->elapsed = (nfsl_now_ns() - t0) / 1e9;
+	free(order);
+	return err;
+}
+

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The domain, the packets and the store of nfslice-bench-datapath
+ * (bench/datapath.h): the four objects loaded and configured as `nfslice
+ * attach` does, one packet per size and protocol, slots freed as splicers
+ * would free them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "datapath.h"
+#include "domain.h"
+#include "nfsl_csum.h"
+#include "nfsl_parse.h"
+#include "nfsl_store.h"
+
+#include "slicer.skel.h"
+#include "splicer.skel.h"
+#include "bench_xdp.skel.h"
+#include "bench_tc.skel.h"
+
+/* Sum of the per-CPU datapath counters. */
+int dp_read_counters(struct bench *b, struct nfsl_counters *sum)
+{
+	int err = nfsl_counters_sum(bpf_map__fd(b->sl->maps.nfsl_counters), sum);
+
+	if (err)
+		pr_err("cannot read counters: %s", strerror(-err));
+	return err;
+}
+
+/* ---- packets ---------------------------------------------------------- */
+
+/* Ethernet / IPv4 / UDP or TCP frame of @size bytes with valid checksums
+ * and a payload pattern, as it would arrive from a wire. */
+static void build_pkt(struct bcase *c)
+{
+	struct ethhdr *eth = (struct ethhdr *)c->pkt;
+	struct iphdr *iph = (struct iphdr *)(eth + 1);
+	void *l4 = iph + 1;
+	unsigned int l4hdr =
+		c->proto == IPPROTO_UDP ? sizeof(struct udphdr) : sizeof(struct tcphdr);
+	unsigned int l4len = c->size - sizeof(*eth) - sizeof(*iph), i;
+	__u16 *csum;
+	__u32 s;
+
+	memset(c->pkt, 0, sizeof(c->pkt));
+	memcpy(eth->h_dest, "\x02\x00\x00\x00\x00\x02", ETH_ALEN);
+	memcpy(eth->h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
+	eth->h_proto = htons(ETH_P_IP);
+	iph->version = 4;
+	iph->ihl = 5;
+	iph->tot_len = htons(c->size - sizeof(*eth));
+	iph->id = htons(0x1234);
+	iph->frag_off = htons(0x4000); /* DF */
+	iph->ttl = 64;
+	iph->protocol = c->proto;
+	iph->saddr = htonl(0xc6120001); /* 198.18.0.1, RFC 2544 range */
+	iph->daddr = htonl(0xc6120002);
+	iph->check = ~nfsl_csum_fold(nfsl_csum_bytes(iph, sizeof(*iph), 0));
+
+	if (c->proto == IPPROTO_UDP) {
+		struct udphdr *udp = l4;
+
+		udp->source = htons(4000);
+		udp->dest = htons(5000);
+		udp->len = htons(l4len);
+		csum = &udp->check;
+	} else {
+		struct tcphdr *tcp = l4;
+
+		tcp->source = htons(4000);
+		tcp->dest = htons(5000);
+		tcp->seq = htonl(1000);
+		tcp->ack_seq = htonl(2000);
+		tcp->doff = 5;
+		tcp->ack = 1;
+		tcp->psh = 1;
+		tcp->window = htons(65535);
+		csum = &tcp->check;
+	}
+	c->payoff = sizeof(*eth) + sizeof(*iph) + l4hdr;
+	for (i = c->payoff; i < c->size; i++)
+		c->pkt[i] = (__u8)(i * 7 + 3);
+
+	s = nfsl_csum_bytes(&iph->saddr, 8, 0);
+	s = nfsl_csum_add(s, htons(c->proto));
+	s = nfsl_csum_add(s, htons(l4len));
+	s = nfsl_csum_bytes(l4, l4len, s);
+	*csum = nfsl_csum_final(~nfsl_csum_fold(s), c->proto == IPPROTO_UDP);
+}
+
+/* ---- domain setup ----------------------------------------------------- */
+
+static int reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
+		      struct bpf_map *cursor, struct slicer_bpf *sl)
+{
+	if (bpf_map__reuse_fd(store, bpf_map__fd(sl->maps.nfsl_store)) ||
+	    bpf_map__reuse_fd(config, bpf_map__fd(sl->maps.nfsl_config)) ||
+	    bpf_map__reuse_fd(counters, bpf_map__fd(sl->maps.nfsl_counters)) ||
+	    bpf_map__reuse_fd(cursor, bpf_map__fd(sl->maps.nfsl_cursor))) {
+		pr_err("cannot reuse the slicer's maps: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Load the four objects and configure the domain as `nfslice attach` does. */
+int dp_setup_domain(struct bench *b)
+{
+	struct nfsl_config *cfg = &b->cfg;
+	__u32 zero = 0, part;
+	int err;
+
+	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus <= 0 || b->ncpus > NFSL_MAX_CPUS) {
+		pr_err("cannot use %d possible CPUs", b->ncpus);
+		return -1;
+	}
+	err = nfsl_config_init(cfg, NFSL_DEF_THRESHOLD, NFSL_DEF_KEEP, NFSL_DEF_SLOTS,
+			       NFSL_DEF_EXPIRY, b->ncpus);
+	if (err) {
+		pr_err("cannot get a random MAC key: %s", strerror(-err));
+		return -1;
+	}
+	cfg->max_l3 = 1500;
+
+	b->sl = slicer_bpf__open();
+	if (!b->sl) {
+		pr_err("cannot open the slicer object: %s", strerror(errno));
+		return -1;
+	}
+	bpf_map__set_max_entries(b->sl->maps.nfsl_store, NFSL_DEF_SLOTS);
+	err = slicer_bpf__load(b->sl);
+	if (err) {
+		pr_err("cannot load the slicer: %s", strerror(-err));
+		return -1;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(b->sl->maps.nfsl_config), &zero, cfg, BPF_ANY)) {
+		pr_err("cannot write the domain config: %s", strerror(errno));
+		return -1;
+	}
+
+	b->sp = splicer_bpf__open();
+	if (!b->sp) {
+		pr_err("cannot open the splicer object: %s", strerror(errno));
+		return -1;
+	}
+	if (reuse_maps(b->sp->maps.nfsl_store, b->sp->maps.nfsl_config, b->sp->maps.nfsl_counters,
+		       b->sp->maps.nfsl_cursor, b->sl))
+		return -1;
+	err = splicer_bpf__load(b->sp);
+	if (err) {
+		pr_err("cannot load the splicer: %s", strerror(-err));
+		return -1;
+	}
+
+	b->bt = bench_tc_bpf__open();
+	if (!b->bt) {
+		pr_err("cannot open the tc baselines: %s", strerror(errno));
+		return -1;
+	}
+	if (reuse_maps(b->bt->maps.nfsl_store, b->bt->maps.nfsl_config, b->bt->maps.nfsl_counters,
+		       b->bt->maps.nfsl_cursor, b->sl))
+		return -1;
+	err = bench_tc_bpf__load(b->bt);
+	if (err) {
+		pr_err("cannot load the tc baselines: %s", strerror(-err));
+		return -1;
+	}
+
+	b->bx = bench_xdp_bpf__open();
+	if (!b->bx) {
+		pr_err("cannot open the XDP baselines: %s", strerror(errno));
+		return -1;
+	}
+	if (reuse_maps(b->bx->maps.nfsl_store, b->bx->maps.nfsl_config, b->bx->maps.nfsl_counters,
+		       b->bx->maps.nfsl_cursor, b->sl))
+		return -1;
+	err = bench_xdp_bpf__load(b->bx);
+	if (err) {
+		pr_err("cannot load the XDP baselines: %s", strerror(-err));
+		return -1;
+	}
+	/* The warm copy uses the first slot of the next CPU's partition,
+	 * which the slicer on this CPU never touches. */
+	part = b->o.cpu % b->ncpus;
+	b->bx->bss->bench_warm = ((part + 1) % b->ncpus) * cfg->part_slots;
+
+	b->store_len = (size_t)NFSL_DEF_SLOTS * sizeof(struct nfsl_slot);
+	b->store = mmap(NULL, b->store_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(b->sl->maps.nfsl_store), 0);
+	if (b->store == MAP_FAILED) {
+		b->store = NULL;
+		pr_err("cannot mmap the store: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Free every busy slot, as splicers would; the driver does it between
+ * measurements so the slicer always finds a free slot. */
+void dp_release_all(struct bench *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < NFSL_DEF_SLOTS; i++) {
+		__u64 ctl = NFSL_READ_ONCE_U64(b->store[i].ctl);
+
+		if (NFSL_CTL_EXP(ctl))
+			nfsl_slot_release(&b->store[i], NFSL_CTL_GEN(ctl));
+	}
+}
+
+/*
+ * Write back and evict the whole store from every cache level (clflush on
+ * the user mapping of the map's pages), so the next block finds it in DRAM.
+ */
+int dp_flush_store(struct bench *b)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	const char *p = (const char *)b->store, *end = p + b->store_len;
+
+	for (; p < end; p += 64)
+		__builtin_ia32_clflush(p);
+	__builtin_ia32_mfence();
+	return 0;
+#else
+	pr_err("--flush needs x86 (clflush)");
+	return -EOPNOTSUPP;
+#endif
+}
+
+/* Prepare the packet of every case and find out which ones get sliced. */
+int dp_setup_cases(struct bench *b)
+{
+	unsigned int i, p, k, n = 0;
+	struct sliced s;
+	int err;
+
+	b->ncases = b->o.nsizes * (b->o.udp + b->o.tcp);
+	b->cases = calloc(b->ncases, sizeof(*b->cases));
+	if (!b->cases)
+		return -ENOMEM;
+	for (i = 0; i < b->o.nsizes; i++) {
+		for (p = 0; p < 2; p++) {
+			struct bcase *c;
+			unsigned int len;
+			__u32 ret;
+
+			if ((p == 0 && !b->o.udp) || (p == 1 && !b->o.tcp))
+				continue;
+			c = &b->cases[n++];
+			c->size = b->o.sizes[i];
+			c->proto = p == 0 ? IPPROTO_UDP : IPPROTO_TCP;
+			build_pkt(c);
+			for (k = 0; k < B_NR; k++) {
+				c->raw[k] = calloc(b->o.rounds, sizeof(double));
+				c->dur[k] = calloc(b->o.rounds, sizeof(double));
+				if (!c->raw[k] || !c->dur[k])
+					return -ENOMEM;
+			}
+			err = dp_run_once(b, bpf_program__fd(b->sl->progs.nfsl_slicer), c->pkt,
+				       c->size, &len, &ret, NULL);
+			if (err) {
+				pr_err("slicer test run failed: %s", strerror(-err));
+				return err;
+			}
+			c->sliced = len < c->size;
+			dp_release_all(b);
+			/* tc-empty / tc-parse run on what the splicer sees. */
+			if (c->sliced) {
+				err = dp_slice_one(b, c, &s);
+				if (err)
+					return err;
+				dp_release_sliced(b, &s);
+				memcpy(c->tc_in, s.buf, s.len);
+				c->tc_in_len = s.len;
+			} else {
+				c->tc_in_len = c->size < SLICED_BUF ? c->size : SLICED_BUF;
+				memcpy(c->tc_in, c->pkt, c->tc_in_len);
+			}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Clocks and CPUs: see util.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+
+#include "util.h"
+
+__u64 nfsl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+int nfsl_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE)
+		return -EINVAL;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Clocks and CPUs, as every nfslice tool uses them. */
+#ifndef NFSL_UTIL_H
+#define NFSL_UTIL_H
+
+#include <linux/types.h>
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+__u64 nfsl_now_ns(void);
+
+/* nfsl_pin_cpu - run the calling thread on CPU @cpu only.
+ * Returns 0 or -errno (-EINVAL: no such CPU, or not one it may use). */
+int nfsl_pin_cpu(int cpu);
+
+#endif /* NFSL_UTIL_H */
