@@ -194,7 +194,7 @@ def _recv(argv):
     sniff = None
     if o.get("sniff"):
         sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
-                              socket.htons(0x0003))
+                              socket.htons(0x0003))   # ETH_P_ALL
         sniff.bind((o["sniff"], 0))
         sniff.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)
         sniff.setblocking(False)
@@ -203,7 +203,7 @@ def _recv(argv):
     blk = block(o["seed"], size)
     seen = set()
     r = {"intact": 0, "duplicate": 0, "truncated": 0, "trunc_lens": [],
-         "corrupt": 0, "tos": {}, "csums": []}
+         "corrupt": 0, "tos": {}}
     print("ready", flush=True)
     last = time.monotonic()
     while len(seen) < count and not stop:
@@ -245,21 +245,47 @@ def _recv(argv):
     return 0
 
 
+def _csum(data):
+    """Ones' complement sum of DATA (RFC 1071), folded to 16 bits."""
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
 def _sniffed(s, port, r):
-    """Record (UDP length, checksum) of queued IPv4 UDP frames to PORT."""
+    """Check the UDP checksum of queued IPv4/IPv6 frames to PORT: "wire"
+    counts them, those with checksum 0 ("zero") and those whose non-zero
+    checksum does not verify ("bad"; for IPv6 0 is bad too)."""
+    w = r.setdefault("wire", {"frames": 0, "zero": 0, "bad": 0})
     while True:
         try:
             f, (_, _, pkttype, _, _) = s.recvfrom(65536)
         except BlockingIOError:
             return
-        if pkttype == socket.PACKET_OUTGOING or len(f) < 42:
+        if pkttype == socket.PACKET_OUTGOING or len(f) < 62:
             continue
-        if f[12:14] != b"\x08\x00" or f[23] != 17:
+        if f[12:14] == b"\x08\x00" and f[23] == 17 and \
+                not struct.unpack("!H", f[20:22])[0] & 0x3FFF:
+            l4 = 14 + (f[14] & 0xF) * 4
+            end = 14 + struct.unpack("!H", f[16:18])[0]
+            pseudo = f[26:34] + struct.pack("!HH", 17, end - l4)
+        elif f[12:14] == b"\x86\xdd" and f[20] == 17:
+            l4, end = 54, 54 + struct.unpack("!H", f[18:20])[0]
+            pseudo = f[22:54] + struct.pack("!IxxxB", end - l4, 17)
+        else:
             continue
-        l4 = 14 + (f[14] & 0xF) * 4
-        dport, ulen, csum = struct.unpack("!HHH", f[l4 + 2:l4 + 8])
-        if dport == port:
-            r["csums"].append([ulen, csum])
+        dport, _, csum = struct.unpack("!HHH", f[l4 + 2:l4 + 8])
+        if dport != port:
+            continue
+        w["frames"] += 1
+        if csum == 0:
+            w["zero"] += 1
+            w["bad"] += l4 == 54
+        elif _csum(pseudo + f[l4:end]) != 0xFFFF:
+            w["bad"] += 1
 
 
 # --------------------------------------------------------------- topology --
@@ -350,6 +376,11 @@ class Net:
         """`ip -d -j link show DEV` as a dict."""
         return json.loads(self.ip(role, "-d", "-j", "link", "show", "dev",
                                   dev).stdout)[0]
+
+    def link_stats(self, role, dev):
+        """stats64 of DEV: {"rx": {"bytes", "packets", ...}, "tx": {...}}."""
+        return json.loads(self.ip(role, "-s", "-j", "link", "show", "dev",
+                                  dev).stdout)[0]["stats64"]
 
     def features(self, role, dev):
         """{feature: "on"/"off"} of `ethtool -k DEV`."""
