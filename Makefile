@@ -12,7 +12,14 @@
 include mk/common.mk
 
 .PHONY: all bpf lib loader pktgen delay bench-bpf bench-build unit deps test \
-	demo bench clean
+	demo bench doc install uninstall clean
+
+TOOLS := nfslice nfslice-pktgen nfslice-delay
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+INSTALL ?= install
 
 all: loader pktgen delay bench-bpf
 
@@ -60,6 +67,38 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) all bench-build
 	$(Q)QUICK=$(QUICK) bench/suite.sh
+
+# Man pages and bash completion, generated from the tools' declared option
+# tables (their hidden --man and --bash-completion options).
+MANS := $(TOOLS:%=$(BUILD)/man/%.8)
+COMPLETIONS := $(TOOLS:%=$(BUILD)/completion/%)
+
+doc: all
+	$(Q)$(MAKE) $(MANS) $(COMPLETIONS)
+
+$(BUILD)/man $(BUILD)/completion:
+	$(Q)mkdir -p $@
+
+$(BUILD)/man/%.8: $(BUILD)/% | $(BUILD)/man
+	$(call msg,GEN-MAN,$@)
+	$(Q)$< --man > $@
+
+$(BUILD)/completion/%: $(BUILD)/% | $(BUILD)/completion
+	$(call msg,GEN-COMP,$@)
+	$(Q)$< --bash-completion > $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging root]
+install: doc
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	$(Q)$(INSTALL) -m 0755 $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(SBINDIR)/
+	$(Q)$(INSTALL) -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)$(INSTALL) -m 0644 $(COMPLETIONS) $(DESTDIR)$(BASHCOMPDIR)/
+
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(SBINDIR)/%) $(TOOLS:%=$(DESTDIR)$(MANDIR)/man8/%.8) \
+		$(TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%)
 
 clean:
 	$(call msg,CLEAN,build)

@@ -74,6 +74,7 @@ static const struct nfsl_cmd cmd = {
 	.opts = table,
 	.opts_size = sizeof(struct dl_opts),
 	.defaults = &defaults,
+	.see_also = "nfslice(8), nfslice-pktgen(8)",
 };
 
 static void on_signal(int sig)

@@ -46,18 +46,25 @@ int nfsl_err_domain(int err, const char *name)
 	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: nfslice COMMAND [OPTIONS] [ARGS]\n\n"
+static const char *const env[] = {
+	"NFSLICE_BPFFS", "put the pins under this bpffs instead of /sys/fs/bpf",
+	"NFSLICE_VERBOSE", "when set, show libbpf's and libxdp's details (verifier logs)",
+	NULL,
+};
+
+static const struct nfsl_prog prog = {
+	.name = "nfslice",
+	.summary = "payload slicing for shallow network functions",
+	.description =
 		"Payload slicing for shallow network functions: an XDP slicer parks the\n"
 		"payload of large UDP/TCP packets in a BPF map store and sends the header\n"
 		"on, tagged (DSCP 63 + token); a tc egress splicer restores it when the\n"
-		"packet leaves (NFSlicer §III, PayloadPark §3).\n\nCommands:\n");
-	for (size_t i = 0; i < NR_CMDS; i++)
-		fprintf(f, "  %-8s %s\n", cmds[i]->name, cmds[i]->summary);
-	fprintf(f, "\nSee 'nfslice COMMAND --help'. Set NFSLICE_VERBOSE=1 for libbpf/libxdp details.\n");
-}
+		"packet leaves (NFSlicer §III, PayloadPark §3).",
+	.env = env,
+	.see_also = "nfslice-pktgen(8), nfslice-delay(8), bpftool(8), xdp-loader(8)",
+	.cmds = cmds,
+	.ncmds = NR_CMDS,
+};
 
 int main(int argc, char **argv)
 {
@@ -66,12 +73,21 @@ int main(int argc, char **argv)
 	int first, err, bpffs_err;
 
 	if (argc < 2) {
-		usage(stderr);
+		nfsl_prog_help(&prog, stderr);
 		return 2;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
-		usage(stdout);
+		nfsl_prog_help(&prog, stdout);
+		return 0;
+	}
+	/* Hidden: what make install generates. */
+	if (!strcmp(argv[1], "--man")) {
+		nfsl_man(&prog, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--bash-completion")) {
+		nfsl_bash_completion(&prog, stdout);
 		return 0;
 	}
 	for (size_t i = 0; i < NR_CMDS; i++)
@@ -79,7 +95,7 @@ int main(int argc, char **argv)
 			cmd = cmds[i];
 	if (!cmd) {
 		nfsl_err("unknown command '%s'", argv[1]);
-		usage(stderr);
+		nfsl_prog_help(&prog, stderr);
 		return 2;
 	}
 	/* Pins, ours and libxdp's, must outlive this command: see

@@ -82,6 +82,11 @@ static const struct pg_opts defaults = {
 	.peer_xdp = PG_PEER_AUTO,
 };
 
+static const char *const env[] = {
+	"NFSLICE_VERBOSE", "when set, show libbpf's details (verifier logs)",
+	NULL,
+};
+
 static const struct nfsl_cmd cmd = {
 	.name = "pktgen",
 	.prog = "nfslice-pktgen",
@@ -107,6 +112,8 @@ static const struct nfsl_cmd cmd = {
 	.opts = table,
 	.opts_size = sizeof(struct pg_opts),
 	.defaults = &defaults,
+	.env = env,
+	.see_also = "nfslice(8), nfslice-delay(8)",
 };
 
 int pg_parse(int argc, char **argv, struct pg_opts *o)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Table-driven option parsing and help for nfslice: see params.h. */
+/* Table-driven option parsing and help for the nfslice tools: see params.h.
+ * Man pages and bash completion from the same tables: gendoc.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -73,7 +74,7 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		   void *opts, int *first)
 {
-	struct option lopts[NFSL_MAX_OPTS + 2] = {};
+	struct option lopts[NFSL_MAX_OPTS + 4] = {};
 	size_t n = nr_opts(cmd);
 	unsigned int npos;
 	int c, idx;
@@ -92,12 +93,29 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 	}
 	lopts[n].name = "help";
 	lopts[n].val = 'h';
+	if (cmd->prog) { /* hidden: what make install generates */
+		lopts[n + 1] = (struct option){ "man", no_argument, NULL, 'M' };
+		lopts[n + 2] = (struct option){ "bash-completion", no_argument, NULL, 'B' };
+	}
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
 		if (c == 'h') {
 			nfsl_cmd_help(cmd, stdout);
+			return 1;
+		}
+		if (c == 'M' || c == 'B') {
+			const struct nfsl_prog prog = {
+				.name = cmd->prog, .summary = cmd->summary,
+				.description = cmd->description, .env = cmd->env,
+				.see_also = cmd->see_also, .cmds = &cmd, .ncmds = 1,
+			};
+
+			if (c == 'M')
+				nfsl_man(&prog, stdout);
+			else
+				nfsl_bash_completion(&prog, stdout);
 			return 1;
 		}
 		if (c >= 256 && c < 256 + (int)n) {
@@ -148,4 +166,17 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 		fprintf(f, "  %-24s %s\n", left, o->help);
 	}
 	fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
+}
+
+void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
+{
+	fprintf(f, "Usage: %s COMMAND [OPTIONS] [ARGS]\n\n%s\n\nCommands:\n",
+		prog->name, prog->description);
+	for (size_t i = 0; i < prog->ncmds; i++)
+		fprintf(f, "  %-8s %s\n", prog->cmds[i]->name, prog->cmds[i]->summary);
+	fprintf(f, "\nSee '%s COMMAND --help'.\n", prog->name);
+	if (prog->env && prog->env[0])
+		fprintf(f, "\nEnvironment:\n");
+	for (size_t i = 0; prog->env && prog->env[i]; i += 2)
+		fprintf(f, "  %-16s %s\n", prog->env[i], prog->env[i + 1]);
 }

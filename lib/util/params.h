@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Declared option tables for the nfslice subcommands (in the manner of
- * xdp-tools' params): each command lists its options once, and parsing,
- * range checks, error messages and --help all come from that table.
+ * Declared option tables for the nfslice tools and subcommands (in the
+ * manner of xdp-tools' params): each command lists its options once, and
+ * parsing, range checks, error messages, --help, the man pages and the bash
+ * completion all come from that table.
  */
 #ifndef NFSL_PARAMS_H
 #define NFSL_PARAMS_H
@@ -40,6 +41,24 @@ struct nfsl_cmd {
 	int (*run)(void *opts, int argc, char **argv);
 	size_t opts_size;
 	const void *defaults;
+	/* A program's own command (.prog set) only, for its man page: */
+	const char *const *env; /* pairs NAME, meaning; NULL-terminated */
+	const char *see_also;   /* e.g. "nfslice(8)" */
+};
+
+/*
+ * A program with subcommands (nfslice), as its usage, man page and bash
+ * completion show it. A program that is one command (nfslice-pktgen) is
+ * described by its struct nfsl_cmd with .prog set.
+ */
+struct nfsl_prog {
+	const char *name;
+	const char *summary;     /* one line */
+	const char *description; /* paragraph(s) */
+	const char *const *env;  /* pairs NAME, meaning; NULL-terminated */
+	const char *see_also;
+	const struct nfsl_cmd *const *cmds;
+	size_t ncmds;
 };
 
 /* Most options one table may declare. */
@@ -49,11 +68,27 @@ struct nfsl_cmd {
  * nfsl_cmd_parse - parse @argv (argv[0] is the command name) into @opts.
  * Positional arguments are moved to the end of argv; *@first is their index.
  * Returns 0, 1 when --help was printed, -EINVAL after printing an error that
- * names the option and the fix.
+ * names the option and the fix. A program's own command (.prog set) also
+ * takes the hidden options --man and --bash-completion, which print its
+ * man page or completion script (nfsl_man, nfsl_bash_completion) and
+ * return 1 too.
  */
 int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		   void *opts, int *first);
 
 void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f);
+
+/* Usage of a program with subcommands: its description and the commands. */
+void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f);
+
+/*
+ * nfsl_man - print the man page (troff, section 8) of @prog, made from its
+ * declared option tables: nothing in it is written twice.
+ * nfsl_bash_completion - print a bash completion script for @prog: its
+ * commands, their options, the choices of enumerated options, interface
+ * names for IFACE values and arguments, file names for FILE values.
+ */
+void nfsl_man(const struct nfsl_prog *prog, FILE *f);
+void nfsl_bash_completion(const struct nfsl_prog *prog, FILE *f);
 
 #endif /* NFSL_PARAMS_H */
