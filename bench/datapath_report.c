@@ -56,6 +56,18 @@ static const char *met_str(const struct summary *s)
 	return s->ratio <= s->target ? "yes" : "no";
 }
 
+/* Summary of bench @id on @c and of its live-frames cross-check (@l
+ * invalid when it has none). Returns whether @id applies to @c. */
+static bool summarize_with_live(const struct bench *b, const struct bcase *c, int id,
+				struct summary *s, struct summary *l)
+{
+	dp_summarize(b, c, id, s);
+	l->valid = false;
+	if (s->valid && benches[id].live >= 0)
+		dp_summarize(b, c, benches[id].live, l);
+	return s->valid;
+}
+
 int dp_write_json(const struct bench *b, const char *path)
 {
 	const struct nfsl_config *cfg = &b->cfg;
@@ -194,12 +206,8 @@ int dp_write_csv(const struct bench *b, const char *path)
 		for (k = 0; k < B_NR; k++) {
 			struct summary s, l;
 
-			dp_summarize(b, c, k, &s);
-			if (!s.valid)
+			if (!summarize_with_live(b, c, k, &s, &l))
 				continue;
-			l.valid = false;
-			if (benches[k].live >= 0)
-				dp_summarize(b, c, benches[k].live, &l);
 			fprintf(f, "%u,%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,", c->size,
 				proto_name(c), benches[k].name,
 				benches[k].hook == HOOK_XDP ? "xdp" : "tc", c->sliced, s.med, s.p25,
@@ -255,12 +263,8 @@ void dp_print_table(const struct bench *b)
 			int id = row_order[k];
 			struct summary s, l;
 
-			dp_summarize(b, c, id, &s);
-			if (!s.valid)
+			if (!summarize_with_live(b, c, id, &s, &l))
 				continue;
-			l.valid = false;
-			if (benches[id].live >= 0)
-				dp_summarize(b, c, benches[id].live, &l);
 			snprintf(dur, sizeof(dur), "%.1f", s.dur);
 			if (l.valid)
 				snprintf(live, sizeof(live), "%.1f", l.med);
