@@ -6,8 +6,10 @@
  * header travel on, marked DSCP 63 and carrying a token (NFSlicer §III-B
  * "slice operation", PayloadPark §3.3 "Split", Alg. 1). The sliced packet
  * stays valid: IP and UDP lengths and the L4 checksum describe it.
+ * Slices only what the route sends to a splicer (nfsl_route.h).
  * Returns XDP_PASS for everything except a token of ours arriving from
- * outside (a replay), which is dropped.
+ * outside (a replay), which is dropped, and a packet a failed helper left
+ * half rewritten (never seen; counted slice_failed).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -17,6 +19,7 @@
 #include "nfsl_hdr.h"
 #include "nfsl_token.h"
 #include "nfsl_store.h"
+#include "nfsl_route.h"
 
 /* libxdp dispatcher: run after programs of default priority (50), and let
  * the next program run when we pass. */
@@ -41,9 +44,11 @@ static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 }
 
 /* Sum of the pseudo-header without its length word (RFC 768/793/8200),
- * in registers straight from the packet. */
+ * in registers straight from the packet; and the IPv4 header checksum
+ * (0 for IPv6). */
 static __always_inline int nfsl_pseudo_sum(void *data, void *data_end,
-					   const struct nfsl_pkt *p, __u32 *sum)
+					   const struct nfsl_pkt *p, __u32 *sum,
+					   __u16 *ip_csum)
 {
 	__u32 s = nfsl_htons(p->proto);
 
@@ -53,12 +58,14 @@ static __always_inline int nfsl_pseudo_sum(void *data, void *data_end,
 		if ((void *)(ip6 + 1) > data_end)
 			return -1;
 		*sum = nfsl_csum_words(&ip6->saddr, 8, s);
+		*ip_csum = 0;
 	} else {
 		struct iphdr *iph = data + p->l3off;
 
 		if ((void *)(iph + 1) > data_end)
 			return -1;
 		*sum = nfsl_csum_words(&iph->saddr, 2, s);
+		*ip_csum = iph->check;
 	}
 	return 0;
 }
@@ -129,7 +136,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 idx, gen, tok_off, hk_len, old_l4, pseudo, hk;
-	__u16 csum, tsum, psum = 0;
+	__u16 csum, rx_csum, ip_csum, tsum, psum = 0;
 	bool udp = p->proto == IPPROTO_UDP;
 	struct nfsl_token tok;
 	struct nfsl_slot *s;
@@ -152,8 +159,9 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	if (parked < 1 || parked > NFSL_PAYLOAD_MAX ||
 	    bpf_xdp_load_bytes(ctx, tok_off, s->payload, parked) ||
 	    nfsl_l4_sum(ctx, p, hk_len, &hk, &csum) ||
-	    nfsl_pseudo_sum(data, data_end, p, &pseudo))
+	    nfsl_pseudo_sum(data, data_end, p, &pseudo, &ip_csum))
 		goto abort;
+	rx_csum = csum;
 
 	nfsl_token_make(&tok, cfg->key, idx, gen);
 	tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
@@ -168,7 +176,9 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	s->dscp = p->dscp;
 	s->flags = ((tok_off - p->l4off) & 1 ? NFSL_SLOT_F_ODD : 0) |
 		   (udp && csum == 0 ? NFSL_SLOT_F_NOCSUM : 0) |
-		   (p->v6 ? NFSL_SLOT_F_V6 : 0);
+		   (p->v6 ? NFSL_SLOT_F_V6 : 0) |
+		   (rx_csum == 0xffff ? NFSL_SLOT_F_L4FFFF : 0) |
+		   (ip_csum == 0xffff ? NFSL_SLOT_F_IPFFFF : 0);
 	s->ifindex = ctx->ingress_ifindex;
 	s->parked_ns = bpf_ktime_get_coarse_ns(); /* tick resolution is enough for a TTL */
 
@@ -179,7 +189,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		/* Unreachable after the checks above; never pass a half
 		 * rewritten packet. */
 		nfsl_slot_release(s, gen);
-		cnt->unparsed++;
+		cnt->slice_failed++;
 		return XDP_DROP;
 	}
 	cnt->sliced++;
@@ -188,7 +198,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 
 abort:
 	nfsl_slot_release(s, gen);
-	cnt->unparsed++;
+	cnt->slice_failed++;
 	return XDP_PASS;
 }
 
@@ -222,8 +232,28 @@ int nfsl_slicer(struct xdp_md *ctx)
 		cnt->unparsed++;
 		return XDP_PASS;
 	}
-	if (paylen - keep > NFSL_PAYLOAD_MAX || p.l3end - p.l3off > cfg->max_l3) {
+	/* Headers beyond NFSL_HDR_MAX: the splicer could not parse them. */
+	if (paylen - keep > NFSL_PAYLOAD_MAX || p.payoff > NFSL_HDR_MAX) {
 		cnt->skipped_big++;
+		return XDP_PASS;
+	}
+	switch (nfsl_route(ctx, cfg, &p)) {
+	case NFSL_ROUTE_SLICE:
+		break;
+	case NFSL_ROUTE_L2:
+		cnt->skipped_l2++;
+		return XDP_PASS;
+	case NFSL_ROUTE_LOCAL:
+		cnt->skipped_local++;
+		return XDP_PASS;
+	case NFSL_ROUTE_MTU:
+		cnt->skipped_mtu++;
+		return XDP_PASS;
+	case NFSL_ROUTE_ERR:
+		cnt->slice_failed++;
+		return XDP_PASS;
+	default:
+		cnt->skipped_route++;
 		return XDP_PASS;
 	}
 	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep);

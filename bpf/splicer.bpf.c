@@ -2,14 +2,20 @@
 /*
  * nfslice splicer: tc (clsact) egress program of every domain interface.
  *
- * Finds the token at the end of a DSCP-63 packet, verifies its MAC, and
- * puts the parked payload, the original DSCP and the lengths back, with the
- * L4 checksum updated incrementally (RFC 1624) so rewrites a NAT made
- * meanwhile stay right (NFSlicer §III-B "splice operation", PayloadPark
- * §3.3 "Merge", Alg. 2). Frees the slot.
- *   - token does not verify: not ours, passed untouched (bad_token);
+ * Finds the token at the end of a packet, verifies its MAC, and puts the
+ * parked payload, the original DSCP (unless the NF re-marked it) and the
+ * lengths back, with the L4 checksum updated incrementally (RFC 1624) so
+ * rewrites a NAT made meanwhile stay right (NFSlicer §III-B "splice
+ * operation", PayloadPark §3.3 "Merge", Alg. 2). Frees the slot.
+ * A sliced packet is recognised by its token, whatever its DSCP: an NF may
+ * re-mark it (a QoS marker does); DSCP 63 is only a hint.
+ *   - no token of ours: passed untouched (counted bad_token if DSCP 63);
  *   - token verifies, slot moved on: payload evicted, dropped (stale);
- *   - spliced packet larger than the interface MTU: dropped (too_big).
+ *   - spliced packet larger than the interface MTU: dropped (too_big);
+ *   - a GRO aggregate of sliced packets (which cannot be spliced in place):
+ *     every segment's slot freed, dropped (dropped_gso);
+ *   - a helper failing: dropped (splice_failed).
+ * Never is a sliced header sent on without its payload.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -20,10 +26,40 @@
 #include "nfsl_token.h"
 #include "nfsl_store.h"
 
+/*
+ * nfsl_token_find - are the 16 bytes at @tok_off one of our tokens?
+ * A cheap pre-check that every token we issued passes and almost all other
+ * bytes fail (generation issued, i.e. non-zero and not ahead of the slot's;
+ * index below NFSL_MAX_SLOTS) comes before the MAC (~55 ns).
+ * @tok:  out: the token
+ * @slot: out: the slot it names, NULL when outside the store
+ */
+static __always_inline bool nfsl_token_find(struct __sk_buff *skb,
+					    const struct nfsl_config *cfg,
+					    __u32 tok_off, struct nfsl_token *tok,
+					    struct nfsl_slot **slot)
+{
+	struct nfsl_slot *s;
+	__u32 idx, gen;
+
+	if (bpf_skb_load_bytes(skb, tok_off, tok, sizeof(*tok)))
+		return false;
+	idx = nfsl_ntohl(tok->slot);
+	gen = nfsl_ntohl(tok->gen);
+	if (!gen || idx >= NFSL_MAX_SLOTS)
+		return false;
+	s = bpf_map_lookup_elem(&nfsl_store, &idx);
+	if (s && (int)(NFSL_CTL_GEN(NFSL_READ_ONCE_U64(s->ctl)) - gen) < 0)
+		return false;
+	*slot = s;
+	return nfsl_token_verify(tok, cfg->key);
+}
+
 /* Rewrite IP and L4 headers for the spliced lengths. */
 static __always_inline int nfsl_write_spliced(struct __sk_buff *skb,
 					      const struct nfsl_pkt *p,
-					      __u8 dscp, __u32 l3len, __u16 csum)
+					      __u8 dscp, __u32 l3len, __u16 csum,
+					      __u8 flags)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
@@ -33,6 +69,8 @@ static __always_inline int nfsl_write_spliced(struct __sk_buff *skb,
 	    l4 + sizeof(struct tcphdr) > data_end)
 		return -1;
 	nfsl_ip_rewrite(l3, p->v6, dscp, l3len);
+	if (!p->v6 && (flags & NFSL_SLOT_F_IPFFFF) && !((struct iphdr *)l3)->check)
+		((struct iphdr *)l3)->check = 0xffff;
 	nfsl_l4_rewrite(l4, p->proto, l3len - (p->l4off - p->l3off), csum);
 	return 0;
 }
@@ -44,25 +82,24 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	__u32 idx, gen, len, tok_off, cur_l4, new_l3, mtu;
-	bool udp = p->proto == IPPROTO_UDP;
+	__u32 gen, len, tok_off, cur_l4, new_l3, mtu;
+	bool udp = p->proto == IPPROTO_UDP, hint = p->dscp == NFSL_DSCP_SLICED;
 	__u16 *csum_field, csum, tsum, psum;
+	struct nfsl_slot *s = NULL;
 	struct nfsl_token tok;
-	struct nfsl_slot *s;
+	__u8 flags;
 
 	if (p->l3end < p->payoff + NFSL_TOKEN_LEN)
 		goto not_ours;
 	tok_off = p->l3end - NFSL_TOKEN_LEN;
-	if (bpf_skb_load_bytes(skb, tok_off, &tok, sizeof(tok)) ||
-	    !nfsl_token_verify(&tok, cfg->key))
+	if (!nfsl_token_find(skb, cfg, tok_off, &tok, &s))
 		goto not_ours;
 
-	idx = nfsl_ntohl(tok.slot);
 	gen = nfsl_ntohl(tok.gen);
-	s = bpf_map_lookup_elem(&nfsl_store, &idx);
 	if (!s || !nfsl_slot_busy(s, gen))
 		goto stale;
 	len = s->len;
+	flags = s->flags;
 	if (len <= NFSL_TOKEN_LEN || len > NFSL_PAYLOAD_MAX)
 		goto stale;
 
@@ -76,29 +113,32 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 
 	csum_field = data + p->l4off + nfsl_l4_csum_off(p->proto);
 	if ((void *)(csum_field + 1) > data_end)
-		goto not_ours;
+		goto failed; /* parsed headers are linear: never */
 	csum = *csum_field;
 	cur_l4 = p->l3end - p->l4off;
-	if (s->flags & NFSL_SLOT_F_NOCSUM) {
-		csum = 0; /* the original had none; we have no payload sum */
+	if ((flags & NFSL_SLOT_F_NOCSUM) || (udp && !csum)) {
+		/* The original had no UDP checksum, or the NF cleared it
+		 * (legal for IPv4, RFC 768): none it is. */
+		csum = 0;
 	} else {
 		tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
 				    tok_off - p->l4off);
 		psum = nfsl_csum_at(s->csum, (tok_off - p->l4off) ^
-					     !!(s->flags & NFSL_SLOT_F_ODD));
+					     !!(flags & NFSL_SLOT_F_ODD));
 		csum = nfsl_splice_csum(csum, cur_l4, cur_l4 - NFSL_TOKEN_LEN + len,
 					udp, tsum, psum);
+		if (!csum && (flags & NFSL_SLOT_F_L4FFFF))
+			csum = 0xffff; /* the zero it had, byte for byte */
 	}
 
 	/* Grow first (the token stays in place); a failure leaves the packet
-	 * as it was, and the header is never sent without its payload. */
+	 * as it was, and the header is never sent without its payload. An NF
+	 * that re-marked the DSCP keeps its marking. */
 	if (bpf_skb_change_tail(skb, tok_off + len, 0) ||
-	    nfsl_write_spliced(skb, p, s->dscp, new_l3, csum) ||
-	    bpf_skb_store_bytes(skb, tok_off, s->payload, len, 0)) {
-		nfsl_slot_release(s, gen);
-		cnt->too_big++;
-		return TC_ACT_SHOT;
-	}
+	    nfsl_write_spliced(skb, p, hint ? s->dscp : p->dscp, new_l3, csum,
+			       flags) ||
+	    bpf_skb_store_bytes(skb, tok_off, s->payload, len, 0))
+		goto failed;
 	/* Seqlock-style: the copy counts only if the slot still held our
 	 * generation the whole time. */
 	if (!nfsl_slot_release(s, gen))
@@ -107,10 +147,70 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	return TC_ACT_OK;
 
 not_ours:
-	cnt->bad_token++;
+	if (hint)
+		cnt->bad_token++;
 	return TC_ACT_OK;
 stale:
 	cnt->stale++;
+	return TC_ACT_SHOT;
+failed:
+	nfsl_slot_release(s, gen);
+	cnt->splice_failed++;
+	return TC_ACT_SHOT;
+}
+
+/* Most segments of one GRO aggregate (UDP_GRO_CNT_MAX, MAX_SKB_FRAGS). */
+#define NFSL_GSO_SEGS_MAX 64
+
+struct nfsl_gso_walk {
+	struct __sk_buff *skb;
+	const struct nfsl_config *cfg;
+	__u32 payoff, l3end, seg; /* first payload byte, end, segment bytes */
+	__u32 ours;               /* segments carrying one of our tokens */
+};
+
+/* bpf_loop callback: free the slot named by segment @i's token, if ours. */
+static long nfsl_gso_seg(__u32 i, void *arg)
+{
+	struct nfsl_gso_walk *w = arg;
+	__u32 end = w->payoff + (i + 1) * w->seg;
+	struct nfsl_slot *s = NULL;
+	struct nfsl_token tok;
+
+	if (end > w->l3end)
+		end = w->l3end;
+	if (end < w->payoff + NFSL_TOKEN_LEN)
+		return 1;
+	if (nfsl_token_find(w->skb, w->cfg, end - NFSL_TOKEN_LEN, &tok, &s)) {
+		if (s)
+			nfsl_slot_release(s, nfsl_ntohl(tok.gen));
+		w->ours++;
+	}
+	return end == w->l3end;
+}
+
+/*
+ * A GSO skb (a GRO aggregate from UDP GRO forwarding, rx-gro-list) keeps
+ * only the first segment's headers; each segment's payload, its token at
+ * the end, follows the last. It cannot be spliced in place, and segmented
+ * later it would leave as truncated headers: if any segment carries one of
+ * our tokens, free every such slot and drop the aggregate. attach turns
+ * those GRO features off on domain interfaces, so this is the backstop.
+ */
+static __always_inline int nfsl_gso(struct __sk_buff *skb,
+				    const struct nfsl_config *cfg,
+				    struct nfsl_counters *cnt,
+				    const struct nfsl_pkt *p)
+{
+	struct nfsl_gso_walk w = {
+		.skb = skb, .cfg = cfg, .payoff = p->payoff, .l3end = p->l3end,
+		.seg = skb->gso_size,
+	};
+
+	bpf_loop(NFSL_GSO_SEGS_MAX, nfsl_gso_seg, &w, 0);
+	if (!w.ours)
+		return TC_ACT_OK;
+	cnt->dropped_gso += w.ours;
 	return TC_ACT_SHOT;
 }
 
@@ -126,18 +226,20 @@ int nfsl_splicer(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
-	if (nfsl_parse(data, data_end, &p)) {
-		/* Headers may lie beyond the linear part: pull and retry. */
-		if (data_end - data >= skb->len ||
-		    bpf_skb_pull_data(skb, skb->len < 256 ? skb->len : 256))
+	/* Parse against skb->len: the payload (and the token) may lie in
+	 * page frags. Only headers beyond the linear part need a pull. */
+	if (nfsl_parse_len(data, data_end, skb->len, &p)) {
+		__u32 want = skb->len < NFSL_HDR_MAX ? skb->len : NFSL_HDR_MAX;
+
+		if (data + want <= data_end || bpf_skb_pull_data(skb, want))
 			return TC_ACT_OK;
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
-		if (nfsl_parse(data, data_end, &p))
+		if (nfsl_parse_len(data, data_end, skb->len, &p))
 			return TC_ACT_OK;
 	}
-	if (p.dscp != NFSL_DSCP_SLICED)
-		return TC_ACT_OK;
+	if (skb->gso_size)
+		return nfsl_gso(skb, cfg, cnt, &p);
 	return nfsl_splice(skb, cfg, cnt, &p);
 }
 

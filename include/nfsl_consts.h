@@ -22,6 +22,10 @@
 /* Most payload bytes `keep` may leave in the packet (PayloadPark §7's
  * decoupling boundary). Bounded so the checksum scratch fits the BPF stack. */
 #define NFSL_KEEP_MAX 192
+/* Headers of a sliced frame (Ethernet up to the end of L4) lie in its
+ * first NFSL_HDR_MAX bytes: what the splicer pulls into the linear part of
+ * a non-linear skb. Frames with longer headers are not sliced. */
+#define NFSL_HDR_MAX 256
 /* Largest L4 header (TCP with 40 B of options). */
 #define NFSL_L4HDR_MAX 60
 
@@ -39,10 +43,26 @@
 #define NFSL_SLOT_F_ODD 0x1    /* parked bytes started at an odd L4 offset */
 #define NFSL_SLOT_F_NOCSUM 0x2 /* UDP without checksum (0): keep it 0 */
 #define NFSL_SLOT_F_V6 0x4     /* parked from an IPv6 packet */
+/* The received L4 / IPv4 header checksum was 0xffff, the other zero of
+ * ones' complement: splice writes 0xffff back where it computes 0x0000, so
+ * slice then splice is byte-exact (RFC 1624 §3). */
+#define NFSL_SLOT_F_L4FFFF 0x8
+#define NFSL_SLOT_F_IPFFFF 0x10
 
 /* Interface flags kept in the config for detach. */
 #define NFSL_IF_SKB_MODE 0x1      /* XDP attached in generic (skb) mode */
 #define NFSL_IF_CREATED_CLSACT 0x2 /* the clsact qdisc was created by us */
+/* An NF port (--nf-port): a link to remote NF servers; headers may leave
+ * through it sliced and come back. No slicer, no splicer there. */
+#define NFSL_IF_NF_PORT 0x4
+/* GRO features attach turned off (restored on detach): UDP GRO would merge
+ * sliced datagrams into aggregates the splicer cannot splice. */
+#define NFSL_IF_UDP_GRO_FWD_OFF 0x8
+#define NFSL_IF_GRO_LIST_OFF 0x10
+
+/* Domain flags. */
+/* attach set net.netfilter.nf_conntrack_tcp_be_liberal from 0 to 1 */
+#define NFSL_CFG_CT_LIBERAL_SET 0x1
 
 /* tc filter handle and priority of the splicer. */
 #define NFSL_TC_HANDLE 0x5e1

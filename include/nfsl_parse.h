@@ -123,16 +123,20 @@ NFSL_INLINE int nfsl_parse_ipv6(void *data, void *data_end, struct nfsl_pkt *p)
 }
 
 /*
- * nfsl_parse - find the IP and L4 headers of the frame [data, data_end).
+ * nfsl_parse_len - find the IP and L4 headers of a frame of @frame_len
+ * bytes whose first bytes are [data, data_end): the headers must lie there,
+ * the rest may not (a tc program sees a non-linear skb's linear part only;
+ * the frame is skb->len long).
  * Returns 0 for a well-formed Ethernet/VLAN/IPv4|IPv6/UDP|TCP packet whose
- * headers all lie inside the frame and whose IP and UDP lengths agree with
- * it; -1 for everything else (other protocols, fragments, extension headers
- * not handled, truncated or inconsistent headers).
+ * headers all lie in [data, data_end) and whose IP and UDP lengths agree
+ * with the frame; -1 for everything else (other protocols, fragments,
+ * extension headers not handled, truncated or inconsistent headers, headers
+ * beyond data_end).
  */
-NFSL_INLINE int nfsl_parse(void *data, void *data_end, struct nfsl_pkt *p)
+NFSL_INLINE int nfsl_parse_len(void *data, void *data_end, __u32 frame_len,
+			       struct nfsl_pkt *p)
 {
 	struct ethhdr *eth = data;
-	__u32 frame_len = data_end - data;
 	__u16 proto;
 	int err;
 
@@ -161,6 +165,12 @@ NFSL_INLINE int nfsl_parse(void *data, void *data_end, struct nfsl_pkt *p)
 	if (err || p->l3end > frame_len || p->l4off > p->l3end)
 		return -1;
 	return nfsl_parse_l4(data, data_end, p);
+}
+
+/* nfsl_parse - nfsl_parse_len of a linear frame [data, data_end). */
+NFSL_INLINE int nfsl_parse(void *data, void *data_end, struct nfsl_pkt *p)
+{
+	return nfsl_parse_len(data, data_end, data_end - data, p);
 }
 
 #endif /* NFSL_PARSE_H */

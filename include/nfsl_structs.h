@@ -55,13 +55,20 @@ struct nfsl_slot {
 	X(spliced)       /* payloads restored */                               \
 	X(skipped_small) /* frame < threshold or payload <= keep + token */    \
 	X(skipped_full)  /* no usable slot: passed unsliced */                 \
-	X(skipped_big)   /* payload > NFSL_PAYLOAD_MAX or frame > domain MTU */\
+	X(skipped_big)   /* payload > NFSL_PAYLOAD_MAX: passed unsliced */     \
 	X(evicted)       /* busy slots reclaimed at expiry 0 (Alg. 1) */       \
 	X(stale)         /* valid token, payload evicted: dropped */           \
 	X(bad_token)     /* DSCP 63 but token does not verify: passed */       \
 	X(replayed)      /* our valid token arriving from outside: dropped */  \
 	X(too_big)       /* spliced frame would exceed egress MTU: dropped */  \
 	X(unparsed)      /* not Eth/VLAN/IPv4/IPv6/UDP/TCP, fragment, malformed */ \
+	X(skipped_route) /* route leaves the domain (or no route): passed */   \
+	X(skipped_local) /* delivered locally / not forwarded: passed */       \
+	X(skipped_l2)    /* not for the interface's own MAC (uppers): passed */\
+	X(skipped_mtu)   /* original packet > egress MTU: passed for PMTU */   \
+	X(dropped_gso)   /* segments of a GRO aggregate of sliced packets */   \
+	X(slice_failed)  /* a helper failed while slicing: passed unsliced */  \
+	X(splice_failed) /* a helper failed while splicing: dropped */         \
 	X(parked_bytes)  /* payload bytes kept out of the NF */
 
 struct nfsl_counters {
@@ -70,10 +77,13 @@ struct nfsl_counters {
 #undef NFSL_X_FIELD
 };
 
-/* One attached interface, remembered for detach and status. */
+/* One interface of the domain, remembered for the slicer's route check,
+ * detach and status. */
 struct nfsl_iface {
 	__u32 ifindex;
 	__u32 flags; /* NFSL_IF_* */
+	__u8 mac[6]; /* its own MAC: frames for other MACs (uppers) pass */
+	__u8 pad[2];
 };
 
 /* Domain configuration, one entry, written by the loader at attach. */
@@ -84,8 +94,8 @@ struct nfsl_config {
 	__u32 part_slots; /* slots in each per-CPU allocation partition */
 	__u32 ncpus;      /* partitions */
 	__u32 expiry;     /* wrap-arounds a busy slot survives (Alg. 1) */
-	__u32 max_l3;     /* largest IP packet sliced: the domain's smallest MTU */
-	__u32 nifaces;
+	__u32 flags;      /* NFSL_CFG_* */
+	__u32 nifaces;    /* domain interfaces and NF ports in ifaces[] */
 	__u64 key[2];     /* SipHash-2-4 key, random per domain */
 	struct nfsl_iface ifaces[NFSL_MAX_IFACES];
 };

@@ -4,8 +4,12 @@
  * splicer (tc clsact egress) on every interface of a domain, with ONE store
  * pinned in the domain's directory; and undo all of it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <time.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +24,26 @@
 
 #include "nfslice.h"
 #include "domain.h"
+#include "netdev.h"
 #include "slicer.skel.h"
 #include "splicer.skel.h"
 
 struct attach_opts {
 	const char *name;
+	const char *nf_ports; /* comma-separated interface names, or NULL */
 	__u32 threshold, keep, slots, expiry;
 	int mode; /* index into modes[] */
+	bool no_ct_liberal;
+};
+
+/* GRO features that merge sliced datagrams into aggregates the splicer
+ * cannot splice (issue #7): attach turns them off, detach restores them. */
+static const struct {
+	const char *name;
+	__u32 flag;
+} gro_features[] = {
+	{ "rx-udp-gro-forwarding", NFSL_IF_UDP_GRO_FWD_OFF },
+	{ "rx-gro-list", NFSL_IF_GRO_LIST_OFF },
 };
 
 static const char *const modes[] = { "native", "skb", NULL };
@@ -83,23 +100,6 @@ static int write_config(const char *dir, const struct nfsl_config *cfg)
 	return err;
 }
 
-static int iface_mtu(const char *ifname, __u32 *mtu)
-{
-	struct ifreq ifr = {};
-	int fd, err = 0;
-
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-	if (ioctl(fd, SIOCGIFMTU, &ifr))
-		err = -errno;
-	else
-		*mtu = ifr.ifr_mtu;
-	close(fd);
-	return err;
-}
-
 const char *nfsl_slicer_attached(int ifindex, __u32 *prog_id)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
@@ -134,25 +134,32 @@ __u32 nfsl_splicer_attached(int ifindex)
 	return bpf_tc_query(&hook, &opts) ? 0 : opts.prog_id;
 }
 
-static void detach_xdp(int ifindex)
+/* Remove our slicer from @ifindex and check it is gone. Returns 0, or
+ * -errno (-EBUSY when the kernel still shows it) naming why not. */
+static int detach_xdp(int ifindex)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
 	struct xdp_program *p;
+	__u32 id;
+	int err = 0;
 
-	if (libxdp_get_error(mp) || !mp)
-		return;
-	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
-					 : xdp_multiprog__next_prog(NULL, mp);
-	for (; p; p = xdp_multiprog__next_prog(p, mp)) {
-		if (!strcmp(xdp_program__name(p), NFSL_SLICER_PROG)) {
-			xdp_program__detach(p, ifindex,
-					    xdp_multiprog__attach_mode(mp), 0);
-			break;
+	if (!libxdp_get_error(mp) && mp) {
+		p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
+						 : xdp_multiprog__next_prog(NULL, mp);
+		for (; p; p = xdp_multiprog__next_prog(p, mp)) {
+			if (!strcmp(xdp_program__name(p), NFSL_SLICER_PROG)) {
+				err = xdp_program__detach(p, ifindex,
+							  xdp_multiprog__attach_mode(mp), 0);
+				break;
+			}
+			if (xdp_multiprog__is_legacy(mp))
+				break;
 		}
-		if (xdp_multiprog__is_legacy(mp))
-			break;
+		xdp_multiprog__close(mp);
 	}
-	xdp_multiprog__close(mp);
+	if (nfsl_slicer_attached(ifindex, &id))
+		return err ? err : -EBUSY;
+	return 0;
 }
 
 static void detach_tc(const struct nfsl_iface *ifc)
@@ -170,16 +177,105 @@ static void detach_tc(const struct nfsl_iface *ifc)
 	}
 }
 
-/* Undo everything a (possibly half-done) attach left: programs on the
- * interfaces recorded in @cfg, then the pins and directories. */
-static void teardown(const char *dir, const struct nfsl_config *cfg)
+/* Turn the GRO features that merge sliced datagrams off on @ifc, and
+ * remember which were on. */
+static int gro_off(struct nfsl_iface *ifc, const char *ifname)
+{
+	for (size_t i = 0; i < sizeof(gro_features) / sizeof(gro_features[0]); i++) {
+		int on = nfsl_if_feature(ifname, gro_features[i].name, -1);
+
+		if (on == -ENOENT || on == -EOPNOTSUPP || on == 0)
+			continue; /* the kernel or driver has no such merge */
+		if (on < 0 || nfsl_if_feature(ifname, gro_features[i].name, 0))
+			return nfsl_err("cannot turn %s off on %s: %s (it would merge "
+					"sliced datagrams the splicer cannot splice)",
+					gro_features[i].name, ifname,
+					strerror(on < 0 ? -on : errno));
+		ifc->flags |= gro_features[i].flag;
+		fprintf(stderr, "nfslice: note: %s turned off on %s while the domain "
+			"is attached (GRO would merge sliced datagrams)\n",
+			gro_features[i].name, ifname);
+	}
+	return 0;
+}
+
+static void gro_restore(const struct nfsl_iface *ifc)
+{
+	char ifname[IF_NAMESIZE];
+
+	if (!if_indextoname(ifc->ifindex, ifname))
+		return;
+	for (size_t i = 0; i < sizeof(gro_features) / sizeof(gro_features[0]); i++)
+		if (ifc->flags & gro_features[i].flag)
+			nfsl_if_feature(ifname, gro_features[i].name, 1);
+}
+
+/* Wait until the headers sliced before the slicers went away have come
+ * back to a splicer: busy slots reach 0, stop falling for 100 ms (those
+ * headers were lost: their slots would only expire), or 2 s passed. */
+static void drain(const struct nfsl_domain *d)
+{
+	__u32 busy, last = ~0u;
+	int still = 0;
+
+	for (int i = 0; i < 400 && still < 20; i++) {
+		if (nfsl_domain_busy_slots(d, &busy) || !busy)
+			return;
+		still = busy < last ? 0 : still + 1;
+		if (busy < last)
+			last = busy;
+		usleep(5000);
+	}
+}
+
+/*
+ * Take the programs off in the order that never lets a sliced header leave
+ * without a splicer: every slicer first (checked gone), then, once the
+ * headers in flight have drained (@d given), every splicer, and the GRO
+ * features back. Returns 0, or -1 when a slicer would not go: then the
+ * splicers stay too, and the caller keeps the pins, so a later detach can
+ * finish the job.
+ */
+static int unload(const struct nfsl_config *cfg, const struct nfsl_domain *d)
+{
+	char ifname[IF_NAMESIZE];
+	int failed = 0;
+
+	for (__u32 i = 0; i < cfg->nifaces && i < NFSL_MAX_IFACES; i++) {
+		const struct nfsl_iface *ifc = &cfg->ifaces[i];
+		int err;
+
+		if (ifc->flags & NFSL_IF_NF_PORT)
+			continue;
+		err = detach_xdp(ifc->ifindex);
+		if (!err)
+			continue;
+		if (!if_indextoname(ifc->ifindex, ifname))
+			snprintf(ifname, sizeof(ifname), "ifindex %u", ifc->ifindex);
+		nfsl_err("the slicer stays on %s: %s. Its splicers stay too, so no "
+			 "header leaves unspliced; remove what holds it (an upper "
+			 "device, another XDP user: see ip -d link show %s) and run "
+			 "detach again", ifname, strerror(-err), ifname);
+		failed = 1;
+	}
+	if (failed)
+		return -1;
+	if (d)
+		drain(d);
+	for (__u32 i = 0; i < cfg->nifaces && i < NFSL_MAX_IFACES; i++) {
+		if (cfg->ifaces[i].flags & NFSL_IF_NF_PORT)
+			continue;
+		detach_tc(&cfg->ifaces[i]);
+		gro_restore(&cfg->ifaces[i]);
+	}
+	return 0;
+}
+
+/* Remove the pins and the directories of the domain at @dir. */
+static void remove_pins(const char *dir)
 {
 	char path[PATH_MAX + 32];
 
-	for (__u32 i = 0; cfg && i < cfg->nifaces && i < NFSL_MAX_IFACES; i++) {
-		detach_xdp(cfg->ifaces[i].ifindex);
-		detach_tc(&cfg->ifaces[i]);
-	}
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, map_pins[i]);
 		unlink(path);
@@ -198,6 +294,52 @@ static void teardown(const char *dir, const struct nfsl_config *cfg)
 		if (rmdir(path))
 			break;
 	}
+}
+
+/*
+ * Restore nf_conntrack_tcp_be_liberal if this domain set it, unless another
+ * domain of the namespace remains: that one inherits the duty.
+ */
+static void ct_liberal_release(const char *name, const struct nfsl_config *cfg)
+{
+	char nsdir[PATH_MAX];
+	struct dirent *e;
+	DIR *dh;
+
+	if (!(cfg->flags & NFSL_CFG_CT_LIBERAL_SET))
+		return;
+	if (!nfsl_netns_dir(nsdir, sizeof(nsdir)) && (dh = opendir(nsdir))) {
+		while ((e = readdir(dh))) {
+			struct nfsl_domain o;
+
+			if (e->d_name[0] == '.' || !strcmp(e->d_name, name) ||
+			    nfsl_domain_open(&o, e->d_name))
+				continue;
+			o.cfg.flags |= NFSL_CFG_CT_LIBERAL_SET;
+			write_config(o.dir, &o.cfg);
+			nfsl_domain_close(&o);
+			closedir(dh);
+			return;
+		}
+		closedir(dh);
+	}
+	nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, NULL, 0);
+}
+
+/* Attach and detach of any domain on the host run one at a time: two
+ * attaches of one NAME would otherwise both proceed and the loser's
+ * teardown remove the winner's pins. Returns the lock fd or -1. */
+static int lock_domains(void)
+{
+	int fd = open(NFSL_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static int mkdir_p(const char *dir)
@@ -297,46 +439,140 @@ out:
 /* libxdp falls back to a single program per interface when the kernel
  * refuses its dispatcher (e.g. freplace programs not permitted): say so,
  * since other XDP programs then cannot run beside the slicer. */
-static void warn_legacy(int argc, char **argv, const int *ifindex)
+static void warn_legacy(const struct nfsl_config *cfg)
 {
-	for (int i = 0; i < argc; i++) {
-		struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex[i]);
+	char ifname[IF_NAMESIZE];
 
-		if (!libxdp_get_error(mp) && mp && xdp_multiprog__is_legacy(mp))
+	for (__u32 i = 0; i < cfg->nifaces; i++) {
+		struct xdp_multiprog *mp;
+
+		if (cfg->ifaces[i].flags & NFSL_IF_NF_PORT)
+			continue;
+		mp = xdp_multiprog__get_from_ifindex(cfg->ifaces[i].ifindex);
+		if (!libxdp_get_error(mp) && mp && xdp_multiprog__is_legacy(mp) &&
+		    if_indextoname(cfg->ifaces[i].ifindex, ifname))
 			fprintf(stderr,
 				"nfslice: note: the kernel refused the libxdp dispatcher on %s, "
 				"so the slicer is the only XDP program there "
-				"(NFSLICE_VERBOSE=1 shows why)\n", argv[i]);
+				"(NFSLICE_VERBOSE=1 shows why)\n", ifname);
 		if (!libxdp_get_error(mp))
 			xdp_multiprog__close(mp);
 	}
 }
 
-static int check_ifaces(int argc, char **argv, int *ifindex, __u32 *min_mtu)
+/* Name a foreign XDP program that runs alone on @ifindex (no dispatcher),
+ * which the slicer cannot join. Returns 0 or -1 after the message. */
+static int check_foreign_xdp(int ifindex, const char *ifname)
 {
-	__u32 prog_id, mtu = 0;
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+	int err = 0;
 
-	if (argc > NFSL_MAX_IFACES)
-		return nfsl_err("a domain has at most %d interfaces (%d given)",
-				NFSL_MAX_IFACES, argc);
-	*min_mtu = ~0u;
-	for (int i = 0; i < argc; i++) {
-		ifindex[i] = if_nametoindex(argv[i]);
-		if (!ifindex[i])
-			return nfsl_err("unknown interface '%s' in this network namespace "
-					"(list them with: ip link)", argv[i]);
-		for (int j = 0; j < i; j++)
-			if (ifindex[j] == ifindex[i])
-				return nfsl_err("interface '%s' is given twice; list each interface once", argv[i]);
-		if (nfsl_slicer_attached(ifindex[i], &prog_id))
-			return nfsl_err("interface '%s' already belongs to a slicing domain "
-					"(see nfslice status); detach that domain first",
-					argv[i]);
-		if (iface_mtu(argv[i], &mtu))
-			return nfsl_err("cannot read the MTU of '%s': %s", argv[i],
-					strerror(errno));
-		if (mtu < *min_mtu)
-			*min_mtu = mtu;
+	if (libxdp_get_error(mp) || !mp)
+		return 0;
+	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp) : NULL;
+	if (p && strcmp(xdp_program__name(p), NFSL_SLICER_PROG))
+		err = nfsl_err("interface '%s' already runs the XDP program '%s' (id %u) "
+			       "outside a libxdp dispatcher, so the slicer cannot run "
+			       "beside it; remove it first (xdp-loader unload %s --all, "
+			       "or ip link set dev %s xdp off)", ifname,
+			       xdp_program__name(p), xdp_program__id(p), ifname, ifname);
+	xdp_multiprog__close(mp);
+	return err;
+}
+
+/* Add interface @name to @cfg with @flags, checking it can join. */
+static int add_iface(struct nfsl_config *cfg, const char *name, __u32 flags)
+{
+	struct nfsl_iface *ifc;
+	char upper[IF_NAMESIZE];
+	__u32 prog_id;
+	int ifindex, err;
+
+	if (cfg->nifaces >= NFSL_MAX_IFACES)
+		return nfsl_err("a domain has at most %d interfaces and NF ports",
+				NFSL_MAX_IFACES);
+	ifindex = if_nametoindex(name);
+	if (!ifindex)
+		return nfsl_err("unknown interface '%s' in this network namespace "
+				"(list them with: ip link)", name);
+	for (__u32 j = 0; j < cfg->nifaces; j++)
+		if (cfg->ifaces[j].ifindex == (__u32)ifindex)
+			return nfsl_err("interface '%s' is given twice; list each "
+					"interface once, as a domain interface or as "
+					"an --nf-port", name);
+	ifc = &cfg->ifaces[cfg->nifaces];
+	ifc->ifindex = ifindex;
+	ifc->flags = flags;
+	if (flags & NFSL_IF_NF_PORT)
+		goto out;
+	if (nfsl_slicer_attached(ifindex, &prog_id))
+		return nfsl_err("interface '%s' already belongs to a slicing domain "
+				"(see nfslice list); detach that domain first", name);
+	if (check_foreign_xdp(ifindex, name))
+		return -1;
+	err = nfsl_if_upper(ifindex, upper, sizeof(upper));
+	if (err > 0)
+		return nfsl_err("interface '%s' has the upper device '%s' (macvlan, "
+				"ipvlan, bridge, bond...): frames for it pass the slicer "
+				"of '%s' and are received where no splicer runs. Attach "
+				"the domain to '%s' instead, or remove it", name, upper,
+				name, upper);
+	if (err < 0)
+		return nfsl_err("cannot list the devices stacked on '%s': %s", name,
+				strerror(-err));
+	err = nfsl_if_mac(name, ifc->mac);
+	if (err)
+		return nfsl_err("cannot read the MAC address of '%s': %s", name,
+				strerror(-err));
+out:
+	cfg->nifaces++;
+	return 0;
+}
+
+/* The domain interfaces (@argc names) then the NF ports (comma-separated
+ * @nf_ports), into @cfg. */
+static int collect_ifaces(struct nfsl_config *cfg, int argc, char **argv,
+			  const char *nf_ports, int mode)
+{
+	char buf[NFSL_MAX_IFACES * (IF_NAMESIZE + 1)], *tok, *save = NULL;
+
+	for (int i = 0; i < argc; i++)
+		if (add_iface(cfg, argv[i], mode ? NFSL_IF_SKB_MODE : 0))
+			return -1;
+	if (!nf_ports)
+		return 0;
+	if (strlen(nf_ports) >= sizeof(buf))
+		return nfsl_err("--nf-port: too many interfaces (at most %d in all)",
+				NFSL_MAX_IFACES);
+	snprintf(buf, sizeof(buf), "%s", nf_ports);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (add_iface(cfg, tok, NFSL_IF_NF_PORT))
+			return -1;
+	return 0;
+}
+
+/* Set nf_conntrack_tcp_be_liberal to 1 in this namespace if it is 0: the
+ * sliced TCP segments are shorter than the sequence space they stand for,
+ * so strict window tracking marks the receiver's ACKs invalid and NAT
+ * stops translating them. */
+static int ct_liberal_take(struct nfsl_config *cfg)
+{
+	int old = 1, err = nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, &old, -1);
+
+	if (err == -ENOENT)
+		return 0; /* no conntrack in this kernel: nothing tracks windows */
+	if (!err && !old)
+		err = nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, NULL, 1);
+	if (err)
+		return nfsl_err("cannot set net.netfilter.nf_conntrack_tcp_be_liberal=1: "
+				"%s (sliced TCP through conntrack would stall; "
+				"--no-ct-liberal skips this)", strerror(-err));
+	if (!old) {
+		cfg->flags |= NFSL_CFG_CT_LIBERAL_SET;
+		fprintf(stderr, "nfslice: note: set net.netfilter.nf_conntrack_tcp_be_liberal=1 "
+			"in this network namespace until detach (sliced TCP segments "
+			"are shorter than their sequence space)\n");
 	}
 	return 0;
 }
@@ -346,31 +582,38 @@ static int run_attach(void *o, int argc, char **argv)
 	struct attach_opts *opt = o;
 	struct nfsl_config cfg = {};
 	struct splicer_bpf *sp = NULL;
-	int ifindex[NFSL_MAX_IFACES];
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], ifname[IF_NAMESIZE];
 	bool made = false;
-	int ncpus, err;
+	int ncpus, err, lock = -1;
 
 	if (nfsl_require_root())
 		return -1;
 	err = nfsl_domain_dir(dir, sizeof(dir), opt->name);
-	if (err == -EINVAL)
-		return nfsl_err_domain(err, opt->name);
 	if (err)
 		return nfsl_err_domain(err, opt->name);
-	if (!access(dir, F_OK))
-		return nfsl_err("domain '%s' is already attached in this network namespace "
-				"(pins in %s); detach it first: nfslice detach --name %s",
-				opt->name, dir, opt->name);
-	if (check_ifaces(argc, argv, ifindex, &cfg.max_l3))
+	lock = lock_domains();
+	if (lock < 0)
 		return -1;
+	err = -1;
+	if (!access(dir, F_OK)) {
+		nfsl_err("domain '%s' is already attached in this network namespace "
+			 "(pins in %s); detach it first: nfslice detach --name %s",
+			 opt->name, dir, opt->name);
+		goto out;
+	}
+	if (collect_ifaces(&cfg, argc, argv, opt->nf_ports, opt->mode))
+		goto out;
 	ncpus = libbpf_num_possible_cpus();
-	if (ncpus <= 0 || ncpus > NFSL_MAX_CPUS)
-		return nfsl_err("cannot use %d CPUs (at most %d)", ncpus, NFSL_MAX_CPUS);
-	if (opt->slots < (__u32)ncpus)
-		return nfsl_err("--slots %u is too small: each of the %d CPUs allocates "
-				"from its own partition, so give at least %d",
-				opt->slots, ncpus, ncpus);
+	if (ncpus <= 0 || ncpus > NFSL_MAX_CPUS) {
+		nfsl_err("cannot use %d CPUs (at most %d)", ncpus, NFSL_MAX_CPUS);
+		goto out;
+	}
+	if (opt->slots < (__u32)ncpus) {
+		nfsl_err("--slots %u is too small: each of the %d CPUs allocates "
+			 "from its own partition, so give at least %d",
+			 opt->slots, ncpus, ncpus);
+		goto out;
+	}
 
 	cfg.threshold = opt->threshold;
 	cfg.keep = opt->keep;
@@ -378,8 +621,10 @@ static int run_attach(void *o, int argc, char **argv)
 	cfg.part_slots = opt->slots / ncpus;
 	cfg.slots = cfg.part_slots * ncpus;
 	cfg.expiry = opt->expiry;
-	if (getrandom(cfg.key, sizeof(cfg.key), 0) != sizeof(cfg.key))
-		return nfsl_err("cannot get a random MAC key: %s", strerror(errno));
+	if (getrandom(cfg.key, sizeof(cfg.key), 0) != sizeof(cfg.key)) {
+		nfsl_err("cannot get a random MAC key: %s", strerror(errno));
+		goto out;
+	}
 
 	err = mkdir_p(dir);
 	if (err) {
@@ -387,51 +632,75 @@ static int run_attach(void *o, int argc, char **argv)
 		goto out;
 	}
 	made = true;
+	/* The config names every interface before any is touched, so a
+	 * detach after an interrupted attach finds them all. */
 	err = load_splicer(dir, &cfg, &sp);
 	if (err)
 		goto out;
-	for (int i = 0; i < argc; i++) {
+	/* Every splicer before any slicer: a header sliced on one interface
+	 * may leave through any other at once (issue #7). */
+	for (__u32 i = 0; i < cfg.nifaces; i++) {
 		struct nfsl_iface *ifc = &cfg.ifaces[i];
 
-		/* Record the interface before touching it, so a detach after an
-		 * interrupted attach still finds it. */
-		ifc->ifindex = ifindex[i];
-		ifc->flags = opt->mode ? NFSL_IF_SKB_MODE : 0;
-		cfg.nifaces = i + 1;
-		err = write_config(dir, &cfg);
-		if (!err) {
-			err = attach_tc(ifindex[i], bpf_program__fd(sp->progs.nfsl_splicer),
-					&ifc->flags);
-			if (err)
-				nfsl_err("attaching the splicer to %s (tc egress) failed: %s",
-					 argv[i], strerror(-err));
-		}
+		if (ifc->flags & NFSL_IF_NF_PORT)
+			continue;
+		if_indextoname(ifc->ifindex, ifname);
+		err = gro_off(ifc, ifname);
 		if (!err)
 			err = write_config(dir, &cfg);
 		if (!err) {
-			err = attach_xdp(ifindex[i], dir, cfg.slots, opt->mode);
-			if (err == -ERANGE)
-				nfsl_err("attaching the slicer to %s failed: its MTU (or its veth "
-					 "peer's) is too large for XDP without frags; lower it, "
-					 "e.g. ip link set dev %s mtu 1500", argv[i], argv[i]);
-			else if (err)
-				nfsl_err("attaching the slicer to %s (XDP %s) failed: %s%s",
-					 argv[i], modes[opt->mode], strerror(-err),
-					 opt->mode ? "" : "; try --mode skb if the driver has no native XDP");
+			err = attach_tc(ifc->ifindex,
+					bpf_program__fd(sp->progs.nfsl_splicer),
+					&ifc->flags);
+			if (err)
+				nfsl_err("attaching the splicer to %s (tc egress) failed: %s",
+					 ifname, strerror(-err));
 		}
+		if (!err)
+			err = write_config(dir, &cfg);
 		if (err)
 			goto out;
 	}
-	warn_legacy(argc, argv, ifindex);
+	if (!opt->no_ct_liberal) {
+		err = ct_liberal_take(&cfg);
+		if (!err)
+			err = write_config(dir, &cfg);
+		if (err)
+			goto out;
+	}
+	for (__u32 i = 0; i < cfg.nifaces; i++) {
+		const struct nfsl_iface *ifc = &cfg.ifaces[i];
+
+		if (ifc->flags & NFSL_IF_NF_PORT)
+			continue;
+		if_indextoname(ifc->ifindex, ifname);
+		err = attach_xdp(ifc->ifindex, dir, cfg.slots, opt->mode);
+		if (err == -ERANGE)
+			nfsl_err("attaching the slicer to %s failed: its MTU (or its veth "
+				 "peer's) is too large for XDP without frags; lower it, "
+				 "e.g. ip link set dev %s mtu 1500", ifname, ifname);
+		else if (err)
+			nfsl_err("attaching the slicer to %s (XDP %s) failed: %s%s",
+				 ifname, modes[opt->mode], strerror(-err),
+				 opt->mode ? "" : "; try --mode skb if the driver has no native XDP");
+		if (err)
+			goto out;
+	}
+	warn_legacy(&cfg);
 	printf("nfslice: domain '%s' attached to", opt->name);
 	for (int i = 0; i < argc; i++)
 		printf(" %s", argv[i]);
+	if (opt->nf_ports)
+		printf(", NF ports %s", opt->nf_ports);
 	printf(" (%u slots, threshold %u B, keep %u B, expiry %u, XDP %s)\npins: %s\n",
 	       cfg.slots, cfg.threshold, cfg.keep, cfg.expiry, modes[opt->mode], dir);
 out:
 	splicer_bpf__destroy(sp);
-	if (err && made)
-		teardown(dir, &cfg);
+	if (err && made && !unload(&cfg, NULL)) {
+		ct_liberal_release(opt->name, &cfg);
+		remove_pins(dir);
+	}
+	close(lock);
 	return err ? -1 : 0;
 }
 
@@ -439,24 +708,43 @@ static int run_detach(void *o, int argc, char **argv)
 {
 	const char *name = *(const char **)o;
 	struct nfsl_domain d;
-	int err;
+	int err, lock;
 
 	if (nfsl_require_root())
 		return -1;
+	lock = lock_domains();
+	if (lock < 0)
+		return -1;
 	err = nfsl_domain_open(&d, name);
 	if (err == -ENOENT && d.dir[0] && !access(d.dir, F_OK)) {
-		/* Half-made domain (attach killed early): remove its pins. */
-		teardown(d.dir, NULL);
-		nfsl_domain_close(&d);
+		/* Half-made domain (attach killed before its config): no
+		 * program was attached yet; remove its pins. */
+		remove_pins(d.dir);
 		printf("nfslice: removed incomplete domain '%s'\n", name);
-		return 0;
+		err = 0;
+		goto out;
 	}
-	if (err)
-		return nfsl_err_domain(err, name);
-	teardown(d.dir, &d.cfg);
+	if (err == -ENOENT) {
+		/* Idempotent, as a removal should be. */
+		printf("nfslice: no domain '%s' in this network namespace; nothing "
+		       "to detach\n", name);
+		err = 0;
+		goto out;
+	}
+	if (err) {
+		nfsl_err_domain(err, name);
+		goto out;
+	}
+	err = unload(&d.cfg, &d);
+	if (!err) {
+		ct_liberal_release(name, &d.cfg);
+		remove_pins(d.dir);
+		printf("nfslice: domain '%s' detached\n", name);
+	}
 	nfsl_domain_close(&d);
-	printf("nfslice: domain '%s' detached\n", name);
-	return 0;
+out:
+	close(lock);
+	return err ? -1 : 0;
 }
 
 static const struct nfsl_opt attach_table[] = {
@@ -472,6 +760,14 @@ static const struct nfsl_opt attach_table[] = {
 	  .metavar = "N", .help = "allocator wrap-arounds a busy slot survives (default 2)" },
 	{ "mode", NFSL_OPT_ENUM, offsetof(struct attach_opts, mode), .choices = modes,
 	  .metavar = "MODE", .help = "XDP mode: native or skb (default native)" },
+	{ "nf-port", NFSL_OPT_STR, offsetof(struct attach_opts, nf_ports),
+	  .metavar = "IFACE[,IFACE]",
+	  .help = "links to remote NF servers: sliced headers may leave through "
+		  "them (and come back); no slicer or splicer runs there" },
+	{ "no-ct-liberal", NFSL_OPT_FLAG, offsetof(struct attach_opts, no_ct_liberal),
+	  .help = "leave net.netfilter.nf_conntrack_tcp_be_liberal as it is "
+		  "(default: set it to 1 until detach; sliced TCP through "
+		  "conntrack stalls without it)" },
 	{ NULL },
 };
 

@@ -50,7 +50,7 @@ static void print_status_json(const struct nfsl_domain *d, const char *name)
 	jsonw_uint_field(&w, "slots", c->slots);
 	jsonw_uint_field(&w, "partitions", c->ncpus);
 	jsonw_uint_field(&w, "expiry", c->expiry);
-	jsonw_uint_field(&w, "max_l3", c->max_l3);
+	jsonw_bool_field(&w, "ct_liberal_set", c->flags & NFSL_CFG_CT_LIBERAL_SET);
 	jsonw_name(&w, "interfaces");
 	jsonw_start_array(&w);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
@@ -62,6 +62,7 @@ static void print_status_json(const struct nfsl_domain *d, const char *name)
 		jsonw_start_object(&w);
 		jsonw_string_field(&w, "name", ifname);
 		jsonw_uint_field(&w, "ifindex", c->ifaces[i].ifindex);
+		jsonw_bool_field(&w, "nf_port", c->ifaces[i].flags & NFSL_IF_NF_PORT);
 		if (mode)
 			jsonw_string_field(&w, "xdp", mode);
 		else
@@ -81,9 +82,9 @@ static void print_status_text(const struct nfsl_domain *d, const char *name)
 
 	printf("domain %s\n", name);
 	printf("  config   threshold %u B, keep %u B, %u slots (%u CPU partitions of %u), "
-	       "expiry %u, largest sliced IP packet %u B\n",
+	       "expiry %u%s\n",
 	       c->threshold, c->keep, c->slots, c->ncpus, c->part_slots, c->expiry,
-	       c->max_l3);
+	       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
 	printf("  pins     ");
 	for (size_t i = 0; i < NR_PINS; i++)
 		printf("%s%s/%s\n", i ? "           " : "", d->dir, pin_names[i]);
@@ -93,6 +94,11 @@ static void print_status_text(const struct nfsl_domain *d, const char *name)
 		const char *mode = nfsl_slicer_attached(c->ifaces[i].ifindex, &xdp_id);
 
 		if_indextoname(c->ifaces[i].ifindex, ifname);
+		if (c->ifaces[i].flags & NFSL_IF_NF_PORT) {
+			printf("  %-8s ifindex %u: NF port (headers leave and return "
+			       "sliced)\n", ifname, c->ifaces[i].ifindex);
+			continue;
+		}
 		printf("  %-8s ifindex %u: slicer %s", ifname, c->ifaces[i].ifindex,
 		       mode ? "xdp " : "MISSING");
 		if (mode)

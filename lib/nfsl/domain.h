@@ -18,6 +18,8 @@
 #define NFSL_PIN_COUNTERS "counters"
 #define NFSL_PIN_CURSOR "cursor"
 #define NFSL_PIN_SPLICER "splicer"
+/* Serialises attach and detach of every domain on the host. */
+#define NFSL_LOCK_FILE "/run/nfslice.lock"
 #define NFSL_NAME_MAX 64
 
 struct nfsl_domain {

@@ -98,7 +98,10 @@ static bool x_slot_ok(const char *what, const uint8_t *in,
 
 	h_slot_read(slot, &s);
 	flags = (at & 1 ? NFSL_SLOT_F_ODD : 0) |
-		(nocsum ? NFSL_SLOT_F_NOCSUM : 0) | (ri->v6 ? NFSL_SLOT_F_V6 : 0);
+		(nocsum ? NFSL_SLOT_F_NOCSUM : 0) | (ri->v6 ? NFSL_SLOT_F_V6 : 0) |
+		(l4c == 0xffff ? NFSL_SLOT_F_L4FFFF : 0) |
+		(!ri->v6 && ref_get16(in + ri->l3off + 10) == 0xffff
+			 ? NFSL_SLOT_F_IPFFFF : 0);
 	ok &= s.ctl == NFSL_CTL(gen, H.cfg.expiry);
 	cr_expect_eq(s.ctl, NFSL_CTL(gen, H.cfg.expiry),
 		     "%s: slot %u ctl %#llx, want gen %u expiry %u", what, slot,
@@ -109,9 +112,9 @@ static bool x_slot_ok(const char *what, const uint8_t *in,
 		     ri->dscp);
 	cr_expect_eq(s.flags, flags, "%s: slot flags %#x, want %#x", what,
 		     s.flags, flags);
-	/* test runs receive XDP frames on the namespace's loopback */
-	ok &= s.ifindex == 1 && s.parked_ns != 0;
-	cr_expect_eq(s.ifindex, 1, "%s: slot ifindex %u", what, s.ifindex);
+	/* test runs receive XDP frames on H_IF_IN */
+	ok &= s.ifindex == (__u32)H.if_in && s.parked_ns != 0;
+	cr_expect_eq(s.ifindex, H.if_in, "%s: slot ifindex %u", what, s.ifindex);
 	cr_expect_neq(s.parked_ns, 0, "%s: slot parked_ns not set", what);
 	if (s.len == parked && memcmp(s.payload, in + tok_off, parked)) {
 		cr_expect_fail("%s: slot does not hold the parked bytes", what);

@@ -6,7 +6,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <net/if.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -21,6 +23,7 @@
 
 struct harness H;
 const __u64 h_key[2] = { 0x8a3f1c5e9b2d4f60ULL, 0x17e4b2a9c6d85f31ULL };
+const __u8 h_mac_in[6] = { 2, 0, 0, 0, 0, 2 };
 
 static struct slicer_bpf *h_sl;
 static struct splicer_bpf *h_sp;
@@ -58,10 +61,43 @@ static void h_pin_first(void)
 	h_pin(H.allowed[0]);
 }
 
+/*
+ * The slicer slices only what the FIB sends out of a domain interface, so
+ * every test process gets its own network namespace with a route: frames
+ * enter on H_IF_IN (MAC = the test packets' destination MAC) and 10.0.0.0/24
+ * and fd00::/64 (the test packets' destinations) leave through H_IF_OUT.
+ * Both are domain interfaces (h_configure); leaving the process removes it
+ * all. Criterion runs every test in its own process.
+ */
+static void h_netns(void)
+{
+	static const char *const cmds[] = {
+		"ip link add " H_IF_IN " type veth peer name " H_IF_INP,
+		"ip link add " H_IF_OUT " type veth peer name " H_IF_OUTP,
+		"ip link set " H_IF_IN " address " H_MAC_IN " up",
+		"ip link set " H_IF_INP " up",
+		"ip link set " H_IF_OUT " up",
+		"ip link set " H_IF_OUTP " up",
+		"ip addr add 10.0.0.254/24 dev " H_IF_OUT,
+		"ip -6 addr add fd00::fe/64 dev " H_IF_OUT " nodad",
+		"sysctl -qw net.ipv4.conf.all.forwarding=1",
+		"sysctl -qw net.ipv6.conf.all.forwarding=1",
+	};
+
+	cr_assert_eq(unshare(CLONE_NEWNET), 0, "cannot make a network namespace: %s",
+		     strerror(errno));
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+		cr_assert_eq(system(cmds[i]), 0, "failed: %s", cmds[i]);
+	H.if_in = if_nametoindex(H_IF_IN);
+	H.if_out = if_nametoindex(H_IF_OUT);
+	cr_assert(H.if_in && H.if_out);
+}
+
 void h_setup(void)
 {
 	int err;
 
+	h_netns();
 	H.ncpus = libbpf_num_possible_cpus();
 	cr_assert(H.ncpus > 0 && H.ncpus <= NFSL_MAX_CPUS);
 	h_pin_first();
@@ -120,7 +156,10 @@ void h_configure(uint32_t threshold, uint32_t keep, uint32_t part_slots,
 	c->ncpus = H.ncpus;
 	c->slots = part_slots * H.ncpus;
 	c->expiry = expiry;
-	c->max_l3 = 1500;
+	c->nifaces = 2;
+	c->ifaces[0].ifindex = H.if_in;
+	memcpy(c->ifaces[0].mac, h_mac_in, 6);
+	c->ifaces[1].ifindex = H.if_out;
 	c->key[0] = h_key[0];
 	c->key[1] = h_key[1];
 	h_write_config();
@@ -157,8 +196,10 @@ uint32_t h_part_base(void)
 
 int h_slice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
 {
+	struct xdp_md md = { .data_end = len, .ingress_ifindex = H.if_in };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
-		    .data_out = out, .data_size_out = PKT_MAX);
+		    .data_out = out, .data_size_out = PKT_MAX, .ctx_in = &md,
+		    .ctx_size_in = sizeof(md));
 	int err = bpf_prog_test_run_opts(H.slicer, &o);
 
 	cr_assert_eq(err, 0, "slicer test run failed: %s", strerror(-err));
@@ -251,4 +292,12 @@ void h_token(uint32_t slot, uint32_t gen, uint8_t tok[16])
 		tok[i] = (uint8_t)((i < 4 ? slot : gen) >> (8 * (3 - (i & 3))));
 	}
 	ref_siphash24(key, msg, sizeof(msg), tok + 8);
+}
+
+void h_set_mtu(const char *dev, unsigned int mtu)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s mtu %u", dev, mtu);
+	cr_assert_eq(system(cmd), 0, "failed: %s", cmd);
 }

@@ -26,6 +26,16 @@
 /* The fixed MAC key of the test domain. */
 extern const __u64 h_key[2];
 
+/* The test namespace's interfaces (see h_netns): frames enter on H_IF_IN,
+ * whose MAC is the test packets' destination MAC (pkt.c), and are routed
+ * out of H_IF_OUT. */
+#define H_IF_IN "nfut-in"
+#define H_IF_INP "nfut-inp"
+#define H_IF_OUT "nfut-out"
+#define H_IF_OUTP "nfut-outp"
+#define H_MAC_IN "02:00:00:00:00:02"
+extern const __u8 h_mac_in[6];
+
 struct harness {
 	int cpu;     /* the CPU the test runs on */
 	int ncpus;   /* possible CPUs: partitions */
@@ -35,6 +45,7 @@ struct harness {
 	int splicer;
 	int store, config, counters, cursor; /* map fds */
 	int ifindex; /* device of the splicer's skb; 0: loopback */
+	int if_in, if_out; /* ingress and egress domain interfaces */
 	struct nfsl_config cfg; /* as last written */
 };
 
@@ -76,6 +87,9 @@ void h_counters(struct nfsl_counters *c);
 /* Expect the counters to be exactly @want; @what names the case. Returns
  * true when they are. */
 bool h_expect_counters(const struct nfsl_counters *want, const char *what);
+
+/* Set the MTU of @dev, an interface of the test's namespace. */
+void h_set_mtu(const char *dev, unsigned int mtu);
 
 void h_slot_read(uint32_t idx, struct nfsl_slot *s);
 void h_slot_set_ctl(uint32_t idx, uint64_t ctl);

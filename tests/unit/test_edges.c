@@ -162,7 +162,7 @@ Test(edges, keep_max)
  * the claimed slot is given back. */
 Test(edges, keep_beyond_max)
 {
-	struct nfsl_counters unparsed = { .unparsed = 1 };
+	struct nfsl_counters failed = { .slice_failed = 1 };
 	struct pkt_spec s = { .size = 1514, .proto = PKT_TCP, .tcp_opt = 40 };
 	uint8_t in[PKT_MAX], sliced[PKT_MAX];
 	size_t len = pkt_build(&s, in);
@@ -170,7 +170,7 @@ Test(edges, keep_beyond_max)
 	uint32_t slen;
 
 	h_configure(256, NFSL_KEEP_MAX + 1, 8, 2);
-	x_slice_untouched(pkt_name(&s), in, len, V_XDP_PASS, &unparsed);
+	x_slice_untouched(pkt_name(&s), in, len, V_XDP_PASS, &failed);
 	h_slot_read(h_part_base(), &slot);
 	cr_expect_eq(slot.ctl, NFSL_CTL(1, 0), "slot ctl %#llx",
 		     (unsigned long long)slot.ctl);

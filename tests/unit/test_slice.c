@@ -102,28 +102,31 @@ Test(slice, padded)
 			  &unparsed);
 }
 
-/* IP packets larger than the domain's smallest MTU (max_l3), or payloads
- * larger than a slot, pass unsliced. */
-Test(slice, skipped_big)
+/* IP packets larger than the egress MTU pass unsliced, so the kernel does
+ * PMTU as it would without slicing (skipped_mtu); payloads larger than a
+ * slot pass unsliced too (skipped_big). */
+Test(slice, skipped_big_and_mtu)
 {
-	struct nfsl_counters big = { .skipped_big = 1 };
+	struct nfsl_counters big = { .skipped_big = 1 }, mtu = { .skipped_mtu = 1 };
 	struct pkt_spec s = { .size = 1514, .proto = PKT_UDP };
 	uint8_t in[PKT_MAX], out[PKT_MAX];
 	size_t len = pkt_build(&s, in);
 	uint32_t olen;
 
-	H.cfg.max_l3 = 1499;
-	h_write_config();
-	x_slice_untouched("1500 B IP packet, max_l3 1499", in, len, V_XDP_PASS,
-			  &big);
-	H.cfg.max_l3 = 1500;
-	h_write_config();
-	x_slice_ok("1500 B IP packet, max_l3 1500", in, len, h_part_base(), 1,
-		   NULL, out, &olen);
+	h_set_mtu(H_IF_OUT, 1499);
+	x_slice_untouched("1500 B IP packet, egress MTU 1499", in, len,
+			  V_XDP_PASS, &mtu);
+	s.v6 = 1;
+	len = pkt_build(&s, in);
+	x_slice_untouched("1500 B IPv6 packet, egress MTU 1499", in, len,
+			  V_XDP_PASS, &mtu);
+	h_set_mtu(H_IF_OUT, 1500);
+	x_slice_ok("1500 B IPv6 packet, egress MTU 1500", in, len, h_part_base(),
+		   1, NULL, out, &olen);
 
 	/* 2016 B is the most a slot parks */
-	H.cfg.max_l3 = 3000;
-	h_write_config();
+	h_set_mtu(H_IF_OUT, 3000);
+	s.v6 = 0;
 	s.size = 14 + 20 + 8 + NFSL_PAYLOAD_MAX + 1;
 	len = pkt_build(&s, in);
 	x_slice_untouched("payload of 2017 B", in, len, V_XDP_PASS, &big);
