@@ -273,7 +273,11 @@ def udp_main(args):
     flow arrived and the sockets are drained, or on SIGTERM (after
     draining), printing one JSON line:
       {"sent": {flow: n}, "recv": {flow: {good, truncated, corrupt, dup,
-       announced}}, "truncated_unknown": n, "socket_drops": n, "lens": {}}
+       announced}}, "truncated_unknown": n, "truncated_at": [CLOCK_MONOTONIC
+       s of each truncated datagram], "socket_drops": n, "lens": {length: n}}
+    With --raw DEV,SRCMAC,DSTMAC the flows are sent as whole frames on an
+    AF_PACKET socket (full checksums, as from a wire; --ip-opts adds IPv4
+    options) instead of through UDP sockets.
     """
     go, halt, term = [], [], []
     signal.signal(signal.SIGUSR1, lambda *_: go.append(1))
@@ -311,6 +315,7 @@ def udp_main(args):
     drops = {}
     unknown = [0]
     lens = {}
+    trunc_at = []       # CLOCK_MONOTONIC of each truncated datagram
 
     def rec(flow):
         return recv.setdefault(flow, {"good": 0, "truncated": 0,
@@ -334,6 +339,8 @@ def udp_main(args):
                 continue
             key = str(len(d))
             lens[key] = lens.get(key, 0) + 1
+            if kind == "truncated" and len(trunc_at) < 100000:
+                trunc_at.append(round(time.monotonic(), 6))
             if flow is None:
                 unknown[0] += 1
                 continue
@@ -395,6 +402,7 @@ def udp_main(args):
     for s in rx:
         drain(s)
     out = {"sent": sent, "truncated_unknown": unknown[0],
+           "truncated_at": trunc_at,
            "socket_drops": sum(drops.values()), "lens": lens,
            "recv": {str(f): {k: v for k, v in r.items() if k != "seen"}
                     for f, r in recv.items()}}
