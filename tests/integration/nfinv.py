@@ -10,8 +10,9 @@ re-mark DSCP or clear UDP checksums, lowered MTUs, UDP GRO forwarding), so
 this module builds its own namespaces, on kernel defaults: offloads,
 GRO/GSO/TSO and nf_conntrack_tcp_be_liberal as a fresh namespace has them.
 
-Net is one topology. Its namespaces are named nfiv<pid>-<tag>-<role>, so two
-test runs on one host never meet; Net.destroy() (called from the `nets`
+Net is one topology. Its namespaces are named RUN<tag>-<role>, RUN being
+nfrig's per-run prefix (nfit-<run id>-) or nfiv<pid>-, so two test runs on
+one host never meet; Net.destroy() (called from the `nets`
 fixture's finalizer, and at exit) stops the processes it started, detaches
 every slicing domain of its namespaces (pins included) and deletes them.
 
@@ -20,6 +21,7 @@ Run as a script inside a namespace, this file is the traffic:
     nfinv.py send HOST PORT --count N --size B --seed S [--first K]
              [--tos T] [--pmtu do|dont|want] [--gso K] [--probe-mtu]
     nfinv.py recv PORT --count N --size B --seed S [--idle S] [--sniff IFACE]
+    nfinv.py httpsink PORT     (HTTP PUT sink answering "<bytes> <sha256>")
 
 Datagram number i holds a 4-byte magic, i (4 bytes, big endian) and B-8
 bytes of a block of random bytes (from S) starting at (7 i) mod 2048: the
@@ -56,7 +58,12 @@ if __name__ != "__main__":
     import nfsltopo
     from nfrig import NFSLICE, PY, describe, poll, run
 
+    import nfrig
     BPFFS = Path("/sys/fs/bpf")
+    # Namespace names of this run: the suite's per-run prefix where nfrig
+    # has one (its end-of-session leftover check then covers them too),
+    # else one made of this process's id.
+    RUN_PREFIX = getattr(nfrig, "RUN_PREFIX", None) or f"nfiv{os.getpid()}-"
 
     # Counters the fixed datapath adds (issue 7 section 1): why a packet
     # passed unsliced or was dropped.
@@ -292,13 +299,13 @@ def _sniffed(s, port, r):
 class Net:
     """Network namespaces of one test, their links and what runs in them.
 
-    Roles name the namespaces (nfiv<pid>-<tag>-<role>). Everything is
+    Roles name the namespaces (RUN_PREFIX + iv<tag>-<role>). Everything is
     recorded for destroy(): namespaces, processes, slicing domains.
     """
 
     def __init__(self, tag):
         """An empty topology; TAG (short) tells tests apart in names."""
-        self.base = f"nfiv{os.getpid()}-{tag}"
+        self.base = f"{RUN_PREFIX}iv{tag}"
         self.roles = []
         self.procs = []
         self.cookies = {}
@@ -426,6 +433,8 @@ class Net:
         """build/nfslice ARGS in ROLE's namespace (not checked)."""
         if role not in self.cookies:
             self.cookies[role] = self.cookie(role)
+            # The suite's leftover check looks at these pin directories.
+            getattr(nfrig, "COOKIES", set()).add(self.cookies[role])
         return run(["ip", "netns", "exec", self.ns(role), NFSLICE, *args],
                    timeout=timeout)
 
@@ -627,12 +636,45 @@ if __name__ != "__main__":
             net.destroy()
 
 
+def _httpsink(argv):
+    """HTTP server on [::]:PORT (dual stack) that takes PUT bodies and
+    answers "<bytes> <sha256>" of what it received."""
+    import hashlib
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_PUT(self):
+            want = left = int(self.headers.get("Content-Length", 0))
+            h = hashlib.sha256()
+            while left:
+                b = self.rfile.read(min(left, 1 << 16))
+                if not b:
+                    break
+                h.update(b)
+                left -= len(b)
+            body = f"{want - left} {h.hexdigest()}\n".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    Server(("::", int(argv[0])), Sink).serve_forever()
+
+
 def main(argv):
     if argv and argv[0] == "send":
         return _send(argv[1:])
     if argv and argv[0] == "recv":
         return _recv(argv[1:])
-    sys.exit("usage: nfinv.py send|recv ...")
+    if argv and argv[0] == "httpsink":
+        return _httpsink(argv[1:])
+    sys.exit("usage: nfinv.py send|recv|httpsink ...")
 
 
 if __name__ == "__main__":

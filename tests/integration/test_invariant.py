@@ -74,12 +74,14 @@ def out_veth(net):
 
 
 def out_vxlan(net):
-    """A vxlan DUT - server over dut1 (in the domain); the inner packets
-    leave through vx0, which is not. Target: the server's vxlan address."""
-    for role, dev, local, remote in (("dut", "dut1", "10.77.2.1", SRV4),
-                                     ("srv", "srv0", SRV4, "10.77.2.1")):
+    """A vxlan DUT - server whose underlay is routed over dut1 (in the
+    domain); the inner packets leave through vx0, which is not. No `dev`:
+    that would make vx0 an upper of dut1, which attach refuses. Target:
+    the server's vxlan address."""
+    for role, local, remote in (("dut", "10.77.2.1", SRV4),
+                                ("srv", SRV4, "10.77.2.1")):
         net.ip(role, "link", "add", "vx0", "type", "vxlan", "id", 42,
-               "local", local, "remote", remote, "dstport", 4789, "dev", dev)
+               "local", local, "remote", remote, "dstport", 4789)
     net.addr("dut", "vx0", "10.77.9.1", "fd00:77:9::1")
     net.addr("srv", "vx0", VX4, VX6)
     net.ping("dut", VX4, VX6)

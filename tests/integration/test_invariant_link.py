@@ -33,11 +33,12 @@ def test_egress_mtu_lowered_after_attach(nets):
     1400 B datagrams (1428/1448 B packets, below the 1500 B MTU the domain
     had at attach):
 
+    - IPv4 without DF (IP_PMTUDISC_DONT) first: the DUT fragments, all 10
+      arrive whole;
     - with DF (IP_PMTUDISC_DO), IPv4 and IPv6: the first datagram brings
       back ICMP and the sender's path MTU becomes 1280; the next two fail
       with EMSGSIZE (exactly what happens without nfslice);
-    - IPv4 without DF: the DUT fragments, all 10 arrive whole;
-    - IPv6 (path MTU known now): the client fragments, all 10 arrive whole.
+    - IPv6, path MTU known now: the client fragments, all 10 arrive whole.
 
     Nothing arrives truncated; the 12 unfragmented datagrams larger than
     the egress MTU that reached the DUT are counted skipped_mtu, none is
@@ -47,6 +48,9 @@ def test_egress_mtu_lowered_after_attach(nets):
     net.ip("dut", "link", "set", "dut1", "mtu", 1280)
     port, size, seed = 7003, 1400, 31
     rx = net.receiver("srv", port, 20, size, seed)
+    # Before any ICMP taught the client the path MTU: whole 1428 B
+    # packets without DF reach the DUT.
+    frag4 = net.send("cli", SRV4, port, 10, size, seed, "--pmtu", "dont")
     probes = {h: net.send("cli", h, port, 3, size, seed, "--pmtu", "do",
                           "--probe-mtu", "--first", 100 + 10 * i)
               for i, h in enumerate((SRV4, SRV6))}
@@ -54,7 +58,6 @@ def test_egress_mtu_lowered_after_attach(nets):
         assert (p["mtu_after"], p["sent"], p["errors"]) == \
             (1280, 1, {"EMSGSIZE": 2}), \
             f"DF datagrams to {h}: no ICMP came back to the sender ({p})"
-    frag4 = net.send("cli", SRV4, port, 10, size, seed, "--pmtu", "dont")
     frag6 = net.send("cli", SRV6, port, 10, size, seed, "--pmtu", "want",
                      "--first", 10)
     assert (frag4["sent"], frag6["sent"]) == (10, 10), (frag4, frag6)
@@ -93,7 +96,7 @@ def test_udp_gro_forwarding_on_after_attach(nets):
     client sends 2 x 1000 datagrams of 1000 B with UDP GSO (trains of 40):
     GRO on dut0 merges the sliced datagrams. Every datagram either arrives
     whole or is dropped and counted dropped_gso; none arrives truncated
-    and every parked payload is accounted for."""
+    and every parked payload is accounted for (spliced or dropped_gso)."""
     net = nets(router, "gro")
     net.attach("dut0", "dut1", name="gro")
     net.sh("dut", "ethtool", "-K", "dut0", "gro", "on",
@@ -111,7 +114,7 @@ def test_udp_gro_forwarding_on_after_attach(nets):
     assert dropped is not None, f"no dropped_gso counter: {st}"
     assert res["intact"] + dropped == total, (res, st)
     assert st["sliced"] == st["spliced"] + dropped == total, st
-    assert st["spliced"] == res["intact"] and st["slots_busy"] == 0, st
+    assert st["spliced"] == res["intact"], st
 
 
 # ------------------------------------------------------------------ uppers --

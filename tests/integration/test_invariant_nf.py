@@ -9,7 +9,8 @@
   spliced datagram keeps 0 and the receiver accepts it whole.
 - Conntrack on kernel defaults (nf_conntrack_tcp_be_liberal=0): attach sets
   be_liberal to 1 in the domain's namespace and detach restores the old
-  value, so sliced TCP through NAT works (a 20 MB HTTP download, sha256).
+  value, so sliced TCP through NAT works (20 MB HTTP downloads and
+  uploads, sha256).
 
 Topologies: nfinv.router() (client - DUT with firewall + NAT - server),
 kernel defaults, per-run namespace names.
@@ -19,7 +20,7 @@ import os
 
 import pytest
 
-from nfinv import (DUT6_OUT, SRV4, SRV6, assert_intact, counters,  # noqa: F401
+from nfinv import (HERE, SRV4, SRV6, assert_intact, counters,  # noqa: F401
                    nets, router)
 from nfrig import PY, describe
 
@@ -91,51 +92,69 @@ table ip nfiv_csum {{
 
 # ------------------------------------------------------- conntrack liberal --
 LIBERAL = "net.netfilter.nf_conntrack_tcp_be_liberal"
-HTTP_PORT = 8080
+HTTP_PORT, SINK_PORT = 8080, 8081
 FILE_BYTES = 20 * 1024 * 1024
+# curl gives up when a transfer stalls (under 200 kB/s for 3 s): a stalled
+# TCP connection fails the test in seconds instead of at a timeout.
+CURL = ("curl", "-sS", "--fail", "--max-time", "20", "--speed-limit",
+        "200000", "--speed-time", "3")
 
 
 @pytest.fixture
 def http_net(nets, tmp_path):
     """A router topology whose server serves a 20 MB random file over
-    HTTP (dual stack); (net, sha256 of the file)."""
+    HTTP and takes uploads (nfinv.py httpsink), both dual stack;
+    (net, path of the file, its sha256)."""
     net = nets(router, "http")
     data = os.urandom(FILE_BYTES)
-    (tmp_path / "blob").write_bytes(data)
+    blob = tmp_path / "blob"
+    blob.write_bytes(data)
     net.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind", "::",
               "--directory", tmp_path)
+    net.spawn("srv", PY, HERE, "httpsink", SINK_PORT)
     net.wait_listen("srv", HTTP_PORT, proto="tcp")
-    return net, hashlib.sha256(data).hexdigest()
-
-
-def download(net, host, out):
-    """curl the file from HOST through the DUT's NAT into OUT; gives up
-    when the transfer stalls (under 200 kB/s for 3 s) or after 20 s.
-    The CompletedProcess."""
-    return net.sh("cli", "curl", "-sS", "--fail", "--max-time", "20",
-                  "--speed-limit", "200000", "--speed-time", "3", "-o", out,
-                  f"http://{host}:{HTTP_PORT}/blob", check=False, timeout=40)
+    net.wait_listen("srv", SINK_PORT, proto="tcp")
+    return net, blob, hashlib.sha256(data).hexdigest()
 
 
 def test_http_through_nat_on_default_conntrack(http_net, tmp_path):
-    """be_liberal left at the kernel default (0) by the test: a 20 MB HTTP
-    download through NAT + slicing completes intact (IPv4 and IPv6);
-    be_liberal is 0 before attach, 1 while attached, 0 after detach."""
-    net, sha = http_net
+    """be_liberal left at the kernel default (0) by the test: 20 MB HTTP
+    downloads and uploads through NAT + slicing complete intact (IPv4 and
+    IPv6, sha256); be_liberal is 0 before attach, 1 while attached, 0
+    after detach.
+
+    The uploads are what slicing touches: the client's segments go to the
+    server's address and are sliced, so conntrack sees the server ACK
+    data it never saw whole (strict window tracking would mark those ACKs
+    invalid and the firewall drops them). The download's segments go to
+    the masquerade address, the DUT's own before de-NAT, and pass
+    unsliced (skipped_local)."""
+    net, blob, sha = http_net
     before = net.sysctl("dut", LIBERAL)
     net.attach("dut0", "dut1", name="http")
     during = net.sysctl("dut", LIBERAL)
+    out = tmp_path / "got"
     for host in (SRV4, f"[{SRV6}]"):
-        out = tmp_path / "got"
-        cp = download(net, host, out)
+        cp = net.sh("cli", *CURL, "-o", out,
+                    f"http://{host}:{HTTP_PORT}/{blob.name}", check=False,
+                    timeout=40)
         size = out.stat().st_size if out.exists() else 0
         assert cp.returncode == 0, \
             f"download from {host}: {size} of {FILE_BYTES} B\n{describe(cp)}"
         assert size == FILE_BYTES
         assert hashlib.sha256(out.read_bytes()).hexdigest() == sha
         out.unlink()
+    sliced0 = net.stats("http")["sliced"]
+    for host in (SRV4, f"[{SRV6}]"):
+        cp = net.sh("cli", *CURL, "-H", "Expect:", "-T", blob,
+                    f"http://{host}:{SINK_PORT}/up", check=False, timeout=40)
+        assert cp.returncode == 0, f"upload to {host}:\n{describe(cp)}"
+        assert cp.stdout.split() == [str(FILE_BYTES), sha], \
+            f"upload to {host}: the server got {cp.stdout.strip()}"
     st = net.stats("http")
-    assert st["sliced"] > 0 and st["stale"] == 0, st
+    assert st["sliced"] - sliced0 > 2 * FILE_BYTES // 1500, \
+        f"the uploads were not sliced: {st}"
+    assert st["stale"] == 0, st
     net.detach("http")
     after = net.sysctl("dut", LIBERAL)
     assert (before, during, after) == ("0", "1", "0"), \
