@@ -454,20 +454,8 @@ class Lab:
         errors = []
         for p in list(self.procs):
             self.stop(p)
-        for role, cookie in self.cookies.items():
-            nsdir = self.nfrig.BPFFS / "nfslice" / f"ns{cookie}"
-            if not nsdir.is_dir():
-                continue
-            for d in sorted(nsdir.iterdir()):
-                cp = self.nfslice(role, "detach", "--name", d.name, check=False)
-                if cp.returncode != 0:
-                    errors.append(self.nfrig.describe(cp))
-                if d.exists():
-                    shutil.rmtree(d, ignore_errors=True)
-            try:
-                nsdir.rmdir()
-            except OSError:
-                pass
+        for role in self.cookies:
+            errors += self.purge(role)
         for role, name in list(self.names.items()):
             if os.path.exists(f"/run/netns/{name}"):
                 cp = self.nfrig.run(["ip", "netns", "delete", name])
@@ -475,6 +463,26 @@ class Lab:
                     errors.append(self.nfrig.describe(cp))
             del self.names[role]
         self.cookies.clear()
+        return errors
+
+    def purge(self, role):
+        """Detach every nfslice domain of ROLE's namespace, found through
+        its pin directory, and remove pins a detach left (only this
+        namespace has this cookie). Returns the failed detaches, described."""
+        errors = []
+        nsdir = self.nfrig.BPFFS / "nfslice" / f"ns{self.cookies[role]}"
+        if not nsdir.is_dir():
+            return errors
+        for d in sorted(nsdir.iterdir()):
+            cp = self.nfslice(role, "detach", "--name", d.name, check=False)
+            if cp.returncode != 0:
+                errors.append(self.nfrig.describe(cp))
+            if d.exists():
+                shutil.rmtree(d, ignore_errors=True)
+        try:
+            nsdir.rmdir()
+        except OSError:
+            pass
         return errors
 
     # ------------------------------------------------------- commands --
