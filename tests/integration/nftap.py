@@ -412,17 +412,21 @@ def udp_main(args):
 
 # ------------------------------------------------------------------ Lab --
 class Lab:
-    """Network namespaces of one test module, named TAG-PID-ROLE, and what
-    runs in them. destroy() removes everything; it is idempotent.
+    """Network namespaces of one test module and what runs in them.
 
-    Commands raise AssertionError (describing the command) when they fail
-    and CHECK is set; RUN is nfrig.run (a hard timeout on every command).
+    Namespaces are named PREFIX-ROLE, PREFIX being this run's name for STEM
+    (nfrig.name(STEM), "nfit-RUN-STEM", where nfrig has it; else
+    "nfit-STEM<pid>"): two runs on one host never touch each other's.
+    destroy() removes everything; it is idempotent. Commands raise
+    AssertionError (describing the command) when they fail and CHECK is
+    set; every command has a hard timeout (nfrig.run).
     """
 
-    def __init__(self, tag, nfslice):
+    def __init__(self, stem, nfslice):
         import nfrig  # the suite's helpers; not needed by the scripts
         self.nfrig = nfrig
-        self.tag = f"{tag}{os.getpid() % 100000}"
+        name = getattr(nfrig, "name", None)
+        self.tag = name(stem) if name else f"nfit-{stem}{os.getpid() % 100000}"
         self.nfslice_bin = str(nfslice)
         self.names = {}
         self.procs = []
@@ -445,6 +449,8 @@ class Lab:
                 "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
                 "print(struct.unpack('Q', s.getsockopt(socket.SOL_SOCKET, "
                 "71, 8))[0])")).stdout)
+            # The session's end-of-run check looks for this run's pins.
+            getattr(self.nfrig, "COOKIES", set()).add(self.cookies[role])
         return self
 
     def destroy(self):

@@ -85,7 +85,7 @@ def build(lab):
 @pytest.fixture(scope="module")
 def lab():
     """The six-interface DUT; removed whatever happens."""
-    lab = Lab("nfit-ao", NFSLICE)
+    lab = Lab("ao", NFSLICE)
     try:
         build(lab)
         yield lab

@@ -70,7 +70,7 @@ def xdp_pass(tmp_path_factory):
 def lab():
     """cli - dut - srv, routed, static neighbours; removed whatever
     happens."""
-    lab = Lab("nfit-up", NFSLICE)
+    lab = Lab("up", NFSLICE)
     try:
         lab.add("cli", "dut", "srv")
         lab.veth("cli", "c0", "dut", "d0", mac=MAC["c0"], peer_mac=MAC["d0"])
