@@ -134,9 +134,11 @@ def _send(argv):
             s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, o["tos"])
     if "pmtu" in o:
         if v6:
-            s.setsockopt(socket.IPPROTO_IPV6, 23, PMTU[o["pmtu"]])  # IPV6_MTU_DISCOVER
+            # IPV6_MTU_DISCOVER
+            s.setsockopt(socket.IPPROTO_IPV6, 23, PMTU[o["pmtu"]])
         else:
-            s.setsockopt(socket.IPPROTO_IP, 10, PMTU[o["pmtu"]])    # IP_MTU_DISCOVER
+            # IP_MTU_DISCOVER
+            s.setsockopt(socket.IPPROTO_IP, 10, PMTU[o["pmtu"]])
     s.connect(addr)
     blk = block(o["seed"], size)
     res = {"sent": 0, "errors": {}}
@@ -353,6 +355,11 @@ class Net:
                 for k in ("default", "all"):
                     self.sysctl(role, f"net.ipv4.conf.{k}.rp_filter", 0)
 
+    def remove_ns(self, role):
+        """Delete ROLE's namespace now (with the devices in it)."""
+        self.host(["ip", "netns", "delete", self.ns(role)])
+        self.roles.remove(role)
+
     def veth(self, a, adev, b, bdev, mtu=1500):
         """A veth pair ADEV (in A) - BDEV (in B), MTU, up."""
         self.ip(a, "link", "add", adev, "mtu", mtu, "type", "veth", "peer",
@@ -406,12 +413,13 @@ class Net:
         return dict(zip(lines[0][1:], map(int, lines[1][1:])))
 
     # ------------------------------------------------------ processes --
-    def spawn(self, role, *args):
-        """Start ARGS in ROLE's namespace, stdout piped; tracked."""
+    def spawn(self, role, *args, quiet=False):
+        """Start ARGS in ROLE's namespace, stdout and stderr piped (QUIET:
+        to /dev/null, for servers nobody reads); tracked."""
         import subprocess
+        out = subprocess.DEVNULL if quiet else subprocess.PIPE
         p = nfsltopo.start_process(["ip", "netns", "exec", self.ns(role),
-                                    *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
+                                    *args], stdout=out, stderr=out)
         self.procs.append(p)
         return p
 
@@ -564,7 +572,8 @@ def router(tag, extra=0):
             x = f"x{n}"
             net.add_ns(x)
             net.veth("dut", f"dut{n}", x, f"{x}0")
-            net.addr("dut", f"dut{n}", f"10.77.{n + 1}.1", f"fd00:77:{n + 1}::1")
+            net.addr("dut", f"dut{n}", f"10.77.{n + 1}.1",
+                     f"fd00:77:{n + 1}::1")
             net.addr(x, f"{x}0", f"10.77.{n + 1}.2", f"fd00:77:{n + 1}::2")
             net.ip(x, "route", "add", "default", "via", f"10.77.{n + 1}.1")
             net.ip(x, "-6", "route", "add", "default", "via",

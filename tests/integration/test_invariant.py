@@ -16,10 +16,14 @@ each one arrived byte for byte (nothing truncated: today's code delivers
 16-byte tokens instead) and compares the counters exactly. Topologies:
 nfinv.router() on kernel defaults, with per-run namespace names.
 """
+import hashlib
+import os
+
 import pytest
 
-from nfinv import (CLI4, CLI6, DUT4_IN, DUT6_IN, NEW_COUNTERS, SRV4, SRV6,
-                   assert_intact, counters, nets, router)  # noqa: F401
+from nfinv import (DUT4_IN, DUT6_IN, HERE, NEW_COUNTERS, SRV4,  # noqa: F401
+                   SRV6, assert_intact, counters, nets, router)
+from nfrig import PY, describe
 
 N = 10          # datagrams per family
 SIZE = 1000     # UDP payload bytes: a 1042/1062 B frame, well above 256
@@ -51,6 +55,32 @@ def test_one_interface_domain_local_delivery(nets):
          "skipped_route": 0}, st
 
 
+def test_one_interface_domain_local_tcp(nets, tmp_path):
+    """Domain {dut0}: a 4 MB HTTP upload (TCP) to a server on the DUT
+    itself arrives intact (sha256), IPv4 and IPv6; its segments pass
+    unsliced (skipped_local), none is sliced. Today the DUT's socket gets
+    16-byte tokens for payloads and the upload fails or is corrupt."""
+    net = nets(router, "ltcp")
+    data = os.urandom(4 << 20)
+    blob = tmp_path / "blob"
+    blob.write_bytes(data)
+    net.spawn("dut", PY, HERE, "httpsink", 8081, quiet=True)
+    net.wait_listen("dut", 8081, proto="tcp")
+    net.attach("dut0", name="ltcp")
+    for host in (DUT4_IN, f"[{DUT6_IN}]"):
+        cp = net.sh("cli", "curl", "-sS", "--fail", "--max-time", "10",
+                    "--speed-limit", "200000", "--speed-time", "3", "-H",
+                    "Expect:", "-T", blob, f"http://{host}:8081/up",
+                    check=False, timeout=30)
+        assert cp.returncode == 0, f"upload to {host}:\n{describe(cp)}"
+        assert cp.stdout.split() == [str(len(data)),
+                                     hashlib.sha256(data).hexdigest()], \
+            f"upload to {host}: the DUT got {cp.stdout.strip()}"
+    st = net.stats("ltcp")
+    assert st["sliced"] == 0, st
+    assert st["skipped_local"] > 2 * len(data) // 1500, st
+
+
 def test_one_interface_domain_forwarded_out(nets):
     """Domain {dut0}: datagrams routed out of dut1 (no splicer there)
     arrive whole at the server, counted skipped_route, none sliced."""
@@ -63,8 +93,8 @@ def test_one_interface_domain_forwarded_out(nets):
         {"skipped_route": 2 * N, "sliced": 0, "skipped_local": 0}, st
 
 
-# ------------------------------------------------- egress outside the domain --
-X4, X6 = "10.77.3.2", "fd00:77:3::2"        # the far end of dut2 (router extra=1)
+# ---------------------------------------------- egress outside the domain --
+X4, X6 = "10.77.3.2", "fd00:77:3::2"    # far end of dut2 (router extra=1)
 VX4, VX6 = "10.77.9.2", "fd00:77:9::2"      # the server's end of the vxlan
 
 
@@ -133,8 +163,7 @@ def test_foreign_destination_mac(nets):
     finally:
         # An upper on a domain interface: remove it before the finalizer
         # detaches (attach refuses uppers; detach must not be left behind).
-        net.host(["ip", "netns", "delete", net.ns("mvn")], check=False)
-        net.roles.remove("mvn")
+        net.remove_ns("mvn")
     assert_intact(res, 2 * N, "client -> macvlan on dut0")
     assert counters(st, "skipped_l2", "sliced") == \
         {"skipped_l2": 2 * N, "sliced": 0}, st

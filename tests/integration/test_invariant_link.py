@@ -20,8 +20,8 @@ Topologies: nfinv.router(), kernel defaults, per-run namespace names.
 """
 import pytest
 
-from nfinv import (SRV4, SRV6, assert_intact, counters, nets,  # noqa: F401
-                   router)
+from nfinv import (CLI4, CLI6, SRV4, SRV6, assert_intact,  # noqa: F401
+                   counters, nets, router)
 from nfrig import describe
 
 GRO_FEATURES = ("rx-udp-gro-forwarding", "rx-gro-list")
@@ -149,12 +149,15 @@ def test_attach_refuses_interface_with_upper(nets, kind):
 def test_detach_fails_loudly_when_a_program_stays(nets, tmp_path):
     """After attach, a macvlan up0 appears on dut1 with an XDP program of
     its own: the kernel then refuses to change dut1's XDP program. detach
-    must not report success while the slicer is still on dut1."""
+    must not report success while the slicer is still on dut1 (today it
+    does, and the pins are gone: nothing can remove it any more). While
+    it stays, traffic it slices is still spliced; once up0 is gone, detach
+    again removes everything."""
     net = nets(router, "dtc")
     src = tmp_path / "pass.c"
     src.write_text('struct xdp_md;\n'
                    '__attribute__((section("xdp"), used))\n'
-                   'int pass(struct xdp_md *ctx) { return 2; /* XDP_PASS */ }\n'
+                   'int pass(struct xdp_md *ctx) { return 2; }  /* PASS */\n'
                    'char _license[] __attribute__((section("license"), used))'
                    ' = "GPL";\n')
     net.host(["clang", "-O2", "-target", "bpf", "-c", src, "-o",
@@ -163,13 +166,25 @@ def test_detach_fails_loudly_when_a_program_stays(nets, tmp_path):
     add_upper(net, "macvlan")
     net.ip("dut", "link", "set", "up0", "xdpgeneric", "obj",
            tmp_path / "pass.o", "sec", "xdp")
+
+    def left():
+        progs = {d: net.programs("dut", d) for d in ("dut0", "dut1")}
+        return sorted(d for d, p in progs.items() if p != (None, []))
     cp = net.nfslice("detach", "--name", "dtc")
-    left = {d: net.programs("dut", d) for d in ("dut0", "dut1")}
-    left = {d: p for d, p in left.items() if p != (None, [])}
-    net.ip("dut", "link", "del", "up0")
-    if left:
+    stayed = left()
+    if stayed:
         assert cp.returncode != 0, \
-            f"detach reported success, programs left on {sorted(left)}:\n" \
+            f"detach reported success, programs left on {stayed}:\n" \
             f"{describe(cp)}"
         assert "dut1" in cp.stderr, \
             f"the error does not name dut1:\n{describe(cp)}"
+        # The slicer on dut1 still slices what the server sends the
+        # client: a splicer must still be there to restore it.
+        res, _ = net.flow("srv", "cli", [CLI4, CLI6], 7006, 10, 1000, 33)
+        assert_intact(res, 20, "server -> client after a failed detach")
+    net.ip("dut", "link", "del", "up0")
+    if stayed:
+        cp = net.nfslice("detach", "--name", "dtc")
+        assert cp.returncode == 0 and not left(), \
+            f"detach again, up0 gone: programs left on {left()}\n" \
+            f"{describe(cp)}"

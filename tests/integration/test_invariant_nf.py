@@ -82,7 +82,8 @@ table ip nfiv_csum {{
     errs0 = net.snmp("srv")["InCsumErrors"]
     res, _ = net.flow("cli", "srv", [SRV4], PORT, N, SIZE, 22, sniff="srv0")
     errs = net.snmp("srv")["InCsumErrors"] - errs0
-    assert_intact(res, N, f"UDP checksum cleared (server InCsumErrors +{errs})")
+    assert_intact(res, N,
+                  f"UDP checksum cleared (server InCsumErrors +{errs})")
     assert errs == 0
     assert res["wire"] == {"frames": N, "zero": N, "bad": 0}, \
         f"UDP checksums arriving on srv0 (want all {N} zero): {res['wire']}"
@@ -110,8 +111,8 @@ def http_net(nets, tmp_path):
     blob = tmp_path / "blob"
     blob.write_bytes(data)
     net.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind", "::",
-              "--directory", tmp_path)
-    net.spawn("srv", PY, HERE, "httpsink", SINK_PORT)
+              "--directory", tmp_path, quiet=True)
+    net.spawn("srv", PY, HERE, "httpsink", SINK_PORT, quiet=True)
     net.wait_listen("srv", HTTP_PORT, proto="tcp")
     net.wait_listen("srv", SINK_PORT, proto="tcp")
     return net, blob, hashlib.sha256(data).hexdigest()
