@@ -12,14 +12,20 @@
  * fragment or answer with ICMP "fragmentation needed" / "packet too big"
  * stay whole and get exactly that treatment.
  *
- * What it cannot see: a DNAT rule (nftables prerouting) that changes the
- * destination after XDP. The lookup uses the pre-NAT destination: a packet
- * DNATed from a forwarded address to a local one would reach the local
- * socket sliced; one DNATed from a local address to a forwarded one passes
- * unsliced (safe, just not sliced). docs/format.md says so.
+ * NAT changes the destination after XDP, in conntrack at prerouting. A
+ * packet the FIB would deliver locally (the reply to a masqueraded flow, or
+ * one for a DNAT rule's local address) is looked up in conntrack
+ * (bpf_xdp_ct_lookup): if its connection is NATed, the FIB is asked again
+ * for the address the kernel will really send it to. What the lookup cannot
+ * see: the first packet of a DNATed connection (no entry yet: passes
+ * unsliced, safe), and a DNAT from a forwarded address to a local one (the
+ * FIB says forward, so it is sliced and a local socket would get the
+ * header). docs/format.md "Where a packet is sliced" says so.
  */
 #ifndef NFSL_ROUTE_H
 #define NFSL_ROUTE_H
+
+#include <linux/netfilter.h>
 
 #include "nfsl_maps.h"
 #include "nfsl_parse.h"
@@ -35,6 +41,88 @@ enum nfsl_route {
 	NFSL_ROUTE_MTU,   /* larger than the egress MTU */
 	NFSL_ROUTE_ERR,   /* the lookup itself failed */
 };
+
+/* Conntrack kfuncs (net/netfilter/nf_conntrack_bpf.c, Linux >= 6.0) and
+ * the few nf_conn fields read, relocated by CO-RE against the kernel's BTF. */
+struct bpf_ct_opts___nfsl {
+	__s32 netns_id;
+	__s32 error;
+	__u8 l4proto;
+	__u8 dir;
+	__u8 reserved[2];
+};
+
+struct nf_conntrack_man {
+	union nf_inet_addr u3;
+} __attribute__((preserve_access_index));
+
+struct nf_conntrack_tuple {
+	struct nf_conntrack_man src;
+} __attribute__((preserve_access_index));
+
+struct nf_conntrack_tuple_hash {
+	struct nf_conntrack_tuple tuple;
+} __attribute__((preserve_access_index));
+
+struct nf_conn {
+	unsigned long status;
+	struct nf_conntrack_tuple_hash tuplehash[2];
+} __attribute__((preserve_access_index));
+
+extern struct nf_conn *bpf_xdp_ct_lookup(struct xdp_md *ctx,
+					 struct bpf_sock_tuple *tuple, __u32 tuple__sz,
+					 struct bpf_ct_opts___nfsl *opts,
+					 __u32 opts__sz) __ksym __weak;
+extern void bpf_ct_release(struct nf_conn *ct) __ksym __weak;
+
+#define NFSL_IPS_NAT_MASK 0x30 /* IPS_SRC_NAT | IPS_DST_NAT */
+
+/*
+ * nfsl_ct_nat_dst - where conntrack's NAT will send the packet of @fib:
+ * the source address of the connection's other direction. Returns true
+ * and rewrites @fib's destination when the connection is NATed.
+ */
+static __always_inline bool nfsl_ct_nat_dst(struct xdp_md *ctx,
+					    struct bpf_fib_lookup *fib)
+{
+	struct bpf_ct_opts___nfsl opts = { .netns_id = -1, .l4proto = fib->l4_protocol };
+	struct bpf_sock_tuple t = {};
+	struct nf_conn *ct;
+	bool nat = false;
+	__u32 size;
+
+	if (!bpf_xdp_ct_lookup || !bpf_ct_release)
+		return false; /* kernel without conntrack kfuncs */
+	if (fib->family == NFSL_AF_INET) {
+		t.ipv4.saddr = fib->ipv4_src;
+		t.ipv4.daddr = fib->ipv4_dst;
+		t.ipv4.sport = fib->sport;
+		t.ipv4.dport = fib->dport;
+		size = sizeof(t.ipv4);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, fib->ipv6_src, 16);
+		__builtin_memcpy(t.ipv6.daddr, fib->ipv6_dst, 16);
+		t.ipv6.sport = fib->sport;
+		t.ipv6.dport = fib->dport;
+		size = sizeof(t.ipv6);
+	}
+	ct = bpf_xdp_ct_lookup(ctx, &t, size, &opts, sizeof(opts));
+	if (!ct)
+		return false;
+	if (ct->status & NFSL_IPS_NAT_MASK) {
+		/* opts.dir: the direction the packet's tuple matched */
+		union nf_inet_addr a = opts.dir ? ct->tuplehash[0].tuple.src.u3
+						: ct->tuplehash[1].tuple.src.u3;
+
+		if (fib->family == NFSL_AF_INET)
+			fib->ipv4_dst = a.ip;
+		else
+			__builtin_memcpy(fib->ipv6_dst, a.ip6, 16);
+		nat = true;
+	}
+	bpf_ct_release(ct);
+	return nat;
+}
 
 /* Entry of @ifindex in the domain's interfaces and NF ports, or NULL. */
 static __always_inline const struct nfsl_iface *
@@ -110,6 +198,11 @@ static __always_inline int nfsl_route(struct xdp_md *ctx,
 	}
 
 	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && nfsl_ct_nat_dst(ctx, &fib)) {
+		fib.ifindex = ctx->ingress_ifindex;
+		rc = bpf_fib_lookup(ctx, &fib, sizeof(fib),
+				    BPF_FIB_LOOKUP_SKIP_NEIGH);
+	}
 	switch (rc) {
 	case BPF_FIB_LKUP_RET_SUCCESS:
 	case BPF_FIB_LKUP_RET_NO_NEIGH:

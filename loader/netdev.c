@@ -113,6 +113,11 @@ int nfsl_if_feature(const char *ifname, const char *name, int set)
 		return err;
 	if (set < 0)
 		return !!(get.blk[idx / 32].active & bit);
+	/* SFEATURES wants exactly the kernel's word count, which GFEATURES
+	 * reported back in .size. */
+	if (get.hdr.size > 8 || (__u32)idx / 32 >= get.hdr.size)
+		return -ERANGE;
+	put.hdr.size = get.hdr.size;
 	put.blk[idx / 32].valid = bit;
 	put.blk[idx / 32].requested = set ? bit : 0;
 	ifr.ifr_data = (void *)&put;

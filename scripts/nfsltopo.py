@@ -338,7 +338,9 @@ class Topo:
     def attach(self, *opts):
         """Attach the domain to SLICE_IFS, with nfslice attach OPTS (e.g.
         "--keep", 16); the CompletedProcess. Raises as exec() does."""
-        cp = self.nfslice("attach", "--name", self.domain, *opts,
+        ports = self.env.get("SLICE_NF_PORTS", "")
+        nf = ("--nf-port", ports) if ports else ()
+        cp = self.nfslice("attach", "--name", self.domain, *nf, *opts,
                           *self.slice_ifs)
         self.attached = True
         return cp

@@ -22,6 +22,11 @@
 #                    microseconds (0-10000000): a delay namespace ${PREFIX}-dly
 #                    on the link runs build/nfslice-delay (see below)
 #   --delay-cpu N    CPU of the delay line (default: any)
+#   --nf-ct-liberal  set net.netfilter.nf_conntrack_tcp_be_liberal=1 on the
+#                    NF server (default: its kernel default, 0). Needed for
+#                    sliced TCP through its stateful ACL and NAT: see below
+#   --offloads MODE  veth offloads: kernel (default, as the kernel sets them)
+#                    or off (tx checksum, TSO, GSO, GRO off; topo_common.sh)
 #
 # PREFIX defaults to "nfpk"; the namespaces are ${PREFIX}-cli, ${PREFIX}-slc,
 # ${PREFIX}-nf, ${PREFIX}-srv. As in scripts/rig.sh the veths are created
@@ -40,6 +45,14 @@
 # server), which forwards it back out the same link; the slicer node then
 # delivers it by its main table. With nfslice attached to slc0 and slc1, the
 # shaped link carries only sliced headers, both ways. See docs/topologies.md.
+#
+# The NF server is outside the slicing domain (another host in PayloadPark's
+# setting): `nfslice attach` on the slicer node sets liberal TCP window
+# tracking in the slicer node's namespace only, and the NF server's
+# conntrack, which sees sliced segments shorter than their sequence space,
+# marks the receivers' ACKs of the full data INVALID unless its operator sets
+# be_liberal: that is --nf-ct-liberal. Without it, sliced TCP through the NF
+# server stalls (UDP and unsliced traffic are unaffected).
 #
 # With --nf-delay the link gets a bump in the wire, an L2 namespace with no
 # addresses: slcnf -- dlya [tc mirred -> TAP dq0 -> nfslice-delay -> dq0 ->
@@ -105,6 +118,10 @@ OPTIONS:
   --nf-delay USEC hold every packet to the NF server USEC microseconds,
                   0-10000000 (a delay namespace on the link; default: none)
   --delay-cpu N   CPU that runs the delay line (default: any)
+  --nf-ct-liberal liberal TCP window tracking on the NF server (needed for
+                  sliced TCP through its conntrack; default: kernel default)
+  --offloads MODE veth offloads: kernel (default: as the kernel sets them) or
+                  off (tx checksum, TSO, GSO and GRO off on every veth)
 PREFIX: letters, digits, '-' or '_', at most 20 characters (default: nfpk)
 EOF
 	exit 2
@@ -133,6 +150,7 @@ parse_opts() {
 	NF_NAT=1
 	NF_DELAY_US=
 	DELAY_CPU=
+	NF_CT_LIBERAL=0
 	local prefix=
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -157,6 +175,12 @@ parse_opts() {
 			shift
 			;;
 		--no-nat) NF_NAT=0 ;;
+		--nf-ct-liberal) NF_CT_LIBERAL=1 ;;
+		--offloads)
+			[ $# -ge 2 ] || usage "$1 needs a value"
+			topo_set_offloads "$2"
+			shift
+			;;
 		-h | --help) usage ;;
 		-*) usage "unknown option '$1'" ;;
 		*)
@@ -238,9 +262,12 @@ set_names() {
 	SRV_NS=$PREFIX-srv
 	DLY_NS=$PREFIX-dly
 	# What the benchmark tools attach nfslice to:
-	#   ip netns exec "$SLICE_NS" nfslice attach $SLICE_IFS
+	#   ip netns exec "$SLICE_NS" nfslice attach --nf-port $SLICE_NF_PORTS $SLICE_IFS
 	SLICE_NS=$SLC_NS
 	SLICE_IFS="$SLC_CLI_IF $SLC_SRV_IF"
+	# Headers leave for the NF server and come back through slcnf: an NF
+	# port of the domain (nfslice attach --nf-port), where no slicer runs.
+	SLICE_NF_PORTS=$SLC_NF_IF
 	STATE=$TOPO_STATE_DIR/$TOPO-$PREFIX.env
 	DELAY_PID=$TOPO_STATE_DIR/$TOPO-$PREFIX.delay.pid
 	DELAY_REPORT=$TOPO_STATE_DIR/$TOPO-$PREFIX.delay.json
@@ -360,6 +387,7 @@ make_links() {
 	topo_addr "$NF_NS" "$NF_IF" "$NF_IP4" "$NF_IP6"
 	topo_addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
 
+	# Kernel defaults unless `up --offloads off` (topo_common.sh).
 	topo_offloads "$CLI_NS" "$CLI_IF"
 	topo_offloads "$SLC_NS" "$SLC_CLI_IF"
 	topo_offloads "$SLC_NS" "$SLC_SRV_IF"
@@ -519,12 +547,15 @@ table inet $NFT_TABLE {
 }
 $nat
 EOF
-	# Liberal TCP window tracking: conntrack on the NF server sees sliced
+	# Liberal TCP window tracking on the NF server, only if asked
+	# (--nf-ct-liberal; see the header): conntrack there sees sliced
 	# segments (shorter than their sequence space) and the receivers' ACKs
-	# of the full data; strict tracking would mark those ACKs INVALID, the
-	# ACL would drop them and NAT stop translating them (docs/rig.md).
-	# Set after the rules: the sysctl exists once conntrack is in use.
-	ip netns exec "$NF_NS" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1
+	# of the full data; strict tracking marks those ACKs INVALID, the ACL
+	# drops them and NAT stops translating them (docs/topologies.md). Set
+	# after the rules: the sysctl exists once conntrack is in use.
+	if [ "$NF_CT_LIBERAL" -eq 1 ]; then
+		ip netns exec "$NF_NS" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1
+	fi
 }
 
 up_failed() {
@@ -570,8 +601,8 @@ cmd_up() {
 }
 
 cmd_env() {
-	local v
-	for v in TOPO PREFIX CLI_NS SLC_NS NF_NS SRV_NS SLICE_NS SLICE_IFS \
+	local v OFFLOADS=$TOPO_OFFLOADS
+	for v in TOPO PREFIX CLI_NS SLC_NS NF_NS SRV_NS SLICE_NS SLICE_IFS SLICE_NF_PORTS \
 		CLI_IF SLC_CLI_IF SLC_SRV_IF SLC_NF_IF NF_IF SRV_IF \
 		CLI_IP4 SLC_CLI_IP4 SLC_SRV_IP4 SLC_NF_IP4 NF_IP4 SRV_IP4 \
 		CLI_IP6 SLC_CLI_IP6 SLC_SRV_IP6 SLC_NF_IP6 NF_IP6 SRV_IP6 \
@@ -579,7 +610,8 @@ cmd_env() {
 		CLI_NET6 SRV_NET6 LINK_NET6 MTU RT_TABLE \
 		LINK_RATE LINK_RATE_BPS LINK_BURST LINK_LIMIT LINK_OVERHEAD LINK_MPU \
 		NF_NAT NF_SNAT_IP4 NF_SNAT_IP6 NFT_FAMILY NFT_TABLE NFT_COUNTER \
-		NF_DELAY_US DELAY_CPU DLY_NS DLY_A_IF DLY_B_IF DLY_TAP DELAY_REPORT; do
+		NF_DELAY_US DELAY_CPU DLY_NS DLY_A_IF DLY_B_IF DLY_TAP DELAY_REPORT \
+		NF_CT_LIBERAL OFFLOADS; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done
 }

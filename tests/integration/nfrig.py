@@ -12,10 +12,21 @@ The topology handle itself (scripts, namespaces, processes, nfslice,
 counters) is scripts/nfsltopo.py's Topo, shared with the benchmarks and
 scripts/topo_check.py; AssertTopo makes its failures assertions, as the
 tests want them, and is the base of Rig and of test_topologies.py's Topo.
+
+Names: everything the suite creates on the host is named by name(STEM),
+"nfit-RUN-STEM", where RUN is this pytest run's id (RUN_ID). Two runs on one
+host, or a run and the demo or the benchmarks (their prefixes never start
+with "nfit-"), never build, rebuild or delete each other's namespaces.
+leftovers() lists what this run left behind; conftest.py checks it at the
+end of the session.
 """
 import atexit
 import json
+import os
+import re
+import secrets
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +40,102 @@ RIG_SH = nfsltopo.topo_script("rig")
 # Debian's pytest and scapy live with this interpreter (PLATFORM.md).
 PY = "/usr/bin/python3"
 BPFFS = Path("/sys/fs/bpf")
+NETNS_DIR = Path("/run/netns")
+# Where the topology scripts keep what `up` saved (topo_common.sh).
+TOPO_STATE_DIR = Path("/run/nfslice-topo")
+
+
+def _new_run_id():
+    """6 random hex digits no namespace on this host is named with yet."""
+    while True:
+        rid = secrets.token_hex(3)
+        if not any(NETNS_DIR.glob(f"nfit-{rid}-*")):
+            return rid
+
+
+# This run's id and the prefix of every name it creates (name()).
+RUN_ID = _new_run_id()
+RUN_PREFIX = f"nfit-{RUN_ID}-"
+# The scripts take a PREFIX of at most 20 characters (rig.sh check_prefix)
+# and append "-cli", "-dly", ...; namespace names have no tighter limit, and
+# no interface name is derived from them (the veths have fixed names inside
+# their namespaces), so IFNAMSIZ never comes into it.
+PREFIX_MAX = 20
+# Netns cookies of the namespaces this run built topologies in: their pin
+# directories (BPFFS/nfslice/ns<cookie>) must be gone at the end.
+COOKIES = set()
+
+
+def name(stem):
+    """This run's name for STEM: "nfit-RUN-STEM", a namespace name or a
+    rig/topology PREFIX. A STEM already starting with "nfit-" has that
+    dropped first, so rigs("nfit-foo") gets this run's "nfit-RUN-foo" too.
+    Raises ValueError for a name the scripts would refuse."""
+    if stem.startswith(RUN_PREFIX):
+        return stem
+    if stem.startswith("nfit-"):
+        stem = stem[len("nfit-"):]
+    full = RUN_PREFIX + stem
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", full) or \
+            len(full) > PREFIX_MAX:
+        raise ValueError(f"bad test name '{full}': letters, digits, '-', "
+                         f"'_', at most {PREFIX_MAX} characters")
+    return full
+
+
+def run_namespaces():
+    """Names of the network namespaces of this run that exist now."""
+    return sorted(p.name for p in NETNS_DIR.glob(RUN_PREFIX + "*"))
+
+
+def leftovers():
+    """What this run left behind, described: namespaces, nfslice pin
+    directories of its namespaces, topology state files. Empty when the
+    fixtures cleaned up exactly."""
+    found = [f"network namespace {n}" for n in run_namespaces()]
+    for cookie in sorted(COOKIES):
+        d = BPFFS / "nfslice" / f"ns{cookie}"
+        if d.exists():
+            found.append(f"nfslice pins {d}: "
+                         f"{sorted(x.name for x in d.iterdir())}")
+    found += [f"topology state {p}"
+              for p in sorted(TOPO_STATE_DIR.glob(f"*-{RUN_PREFIX}*"))]
+    return found
+
+
+def remove_leftovers():
+    """Remove what leftovers() lists, and nothing else: every name carries
+    this run's id and every cookie was one of its namespaces. Domains in a
+    namespace still there are detached first (build/nfslice), then their
+    pins and the namespace go."""
+    for ns in run_namespaces():
+        try:
+            cookie = int(subprocess.run(
+                ["ip", "netns", "exec", ns, PY, "-c", COOKIE_PY],
+                capture_output=True, text=True, timeout=30).stdout)
+        except (ValueError, subprocess.TimeoutExpired):
+            cookie = None
+        d = BPFFS / "nfslice" / f"ns{cookie}"
+        if cookie is not None and d.is_dir():
+            COOKIES.add(cookie)
+            for dom in sorted(d.iterdir()):
+                subprocess.run(["ip", "netns", "exec", ns, str(NFSLICE),
+                                "detach", "--name", dom.name],
+                               capture_output=True, timeout=60)
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True,
+                       timeout=30)
+    for cookie in COOKIES:
+        shutil.rmtree(BPFFS / "nfslice" / f"ns{cookie}", ignore_errors=True)
+    for p in TOPO_STATE_DIR.glob(f"*-{RUN_PREFIX}*"):
+        p.unlink(missing_ok=True)
+
+
+# Prints the SO_NETNS_COOKIE of the namespace it runs in: the name of its
+# nfslice pin directory.
+COOKIE_PY = ("import socket, struct; "
+             "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+             "print(struct.unpack('Q', s.getsockopt("
+             "socket.SOL_SOCKET, 71, 8))[0])")
 
 # Fixed MAC addresses for the rig's veths (locally administered, unicast).
 # rig.sh leaves the kernel's random ones; the equivalence tests compare whole
@@ -46,7 +153,8 @@ MACS = {
 COUNTERS = (
     "sliced", "spliced", "skipped_small", "skipped_full", "skipped_big",
     "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
-    "parked_bytes",
+    "skipped_route", "skipped_local", "skipped_l2", "skipped_mtu",
+    "dropped_gso", "slice_failed", "splice_failed", "parked_bytes",
 )
 
 # setpriv arguments that drop to nobody with no groups and no capabilities
@@ -131,10 +239,31 @@ class AssertTopo(nfsltopo.Topo):
         """AssertionError describing CP (describe())."""
         return AssertionError(describe(cp))
 
+    def __init__(self, kind, prefix, *args, **kwargs):
+        """nfsltopo.Topo(KIND, name(PREFIX), ...): the topology's PREFIX
+        is always this run's (name())."""
+        super().__init__(kind, name(prefix), *args, **kwargs)
+        self.cookies = {}
+
     def up(self):
-        """Build the topology (nfsltopo.Topo.up); self."""
+        """Build the topology (nfsltopo.Topo.up) and learn the cookies of
+        its namespaces (self.cookies, by role; COOKIES); self."""
         atexit.register(self.destroy)
-        return super().up()
+        super().up()
+        seen = set()
+        for key, ns in self.env.items():
+            if not key.endswith("_NS") or ns in seen or \
+                    not (NETNS_DIR / ns).exists():
+                continue
+            seen.add(ns)
+            role = key[:-len("_NS")].lower()
+            self.cookies[role] = self.netns_cookie(role)
+            COOKIES.add(self.cookies[role])
+        return self
+
+    def netns_cookie(self, where):
+        """SO_NETNS_COOKIE of namespace WHERE: names its nfslice pin dir."""
+        return int(self.check(where, PY, "-c", COOKIE_PY))
 
     def check(self, role, *args, timeout=None, env=None):
         """Run ARGS in ROLE's namespace, assert exit 0, return stdout."""
@@ -172,19 +301,16 @@ class Rig(AssertTopo):
     def __init__(self, prefix):
         """Describe the rig PREFIX (does not build it: see up())."""
         super().__init__("rig", prefix)
-        self.cookies = {}
         self.read_env()
 
     # ------------------------------------------------------------ life --
     def up(self):
-        """Build the rig, pin the veth MACs and learn the netns cookies."""
+        """Build the rig, pin the veth MACs (the netns cookies: AssertTopo)."""
         super().up()
         for role, dev in (("cli", "cli0"), ("dut", "dut0"), ("dut", "dut1"),
                           ("srv", "srv0")):
             self.run(["ip", "-n", self.ns(role), "link", "set", "dev", dev,
                       "address", MACS[dev]])
-        for role in self.ROLES:
-            self.cookies[role] = self.netns_cookie(role)
         return self
 
     def release(self):
@@ -248,15 +374,6 @@ class Rig(AssertTopo):
             # No clsact qdisc: there is no egress hook to list.
             return []
         return json.loads(cp.stdout or "[]")
-
-    def netns_cookie(self, where):
-        """SO_NETNS_COOKIE of namespace WHERE: names its nfslice pin dir."""
-        out = self.check(where, PY, "-c",
-                         "import socket, struct; "
-                         "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-                         "print(struct.unpack('Q', s.getsockopt("
-                         "socket.SOL_SOCKET, 71, 8))[0])")
-        return int(out)
 
     def pin_dir(self, name, where="dut"):
         """Where domain NAME of namespace WHERE keeps its pins."""

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from nfrig import COUNTERS, poll, run
+from nfrig import COUNTERS, describe, name, poll, run
 
-PREFIX = "nfit-cli"
+PREFIX = name("cli")
 PIN_NAMES = {"store", "config", "counters", "cursor", "splicer"}
 
 
@@ -195,10 +195,11 @@ def test_unknown_command(clean):
 
 
 def test_detach_unknown_domain(clean):
-    """Detaching a domain that does not exist says how to attach one."""
+    """Detach is idempotent: a domain that is not there is nothing to do."""
     cp = clean.nfslice("detach", "--name", "ghost")
-    assert_error(cp, 1, "no domain 'ghost' is attached in this network "
-                 "namespace", "nfslice attach --name ghost IFACE...")
+    assert cp.returncode == 0, describe(cp)
+    assert cp.stdout == ("nfslice: no domain 'ghost' in this network "
+                         "namespace; nothing to detach\n")
 
 
 # --------------------------------------------------- status and stats --
@@ -219,10 +220,12 @@ def test_status_json(clean, domain):
     # 4096 slots split evenly among the per-CPU partitions.
     assert st["partitions"] == possible_cpus()
     assert st["slots"] == 4096 // st["partitions"] * st["partitions"]
-    assert st["max_l3"] == 1500
+    # attach set be_liberal (the rig leaves the kernel default 0)
+    assert st["ct_liberal_set"] is True
     assert [i["name"] for i in st["interfaces"]] == ["dut0", "dut1"]
     for i in st["interfaces"]:
         assert i["xdp"] == "native" and i["tc_egress"] is True
+        assert i["nf_port"] is False
         # The ids nfslice reports are the programs the kernel has there.
         assert i["xdp_prog_id"] == rig.xdp("dut", i["name"])["prog"]["id"]
         filters = [f for f in rig.egress_filters("dut", i["name"])
@@ -348,7 +351,8 @@ def test_failed_attach_leaves_nothing(clean, jumbo_veth):
             f"attach left its clsact qdisc on {dev}"
         assert rig.egress_filters("dut", dev) == []
     cp = rig.nfslice("detach", "--name", "broken")
-    assert_error(cp, 1, "no domain 'broken' is attached")
+    assert cp.returncode == 0 and "nothing to detach" in cp.stdout, \
+        describe(cp)
 
 
 def prog_exists(prog_id):
@@ -391,3 +395,65 @@ def test_detach_keeps_a_clsact_it_did_not_create(clean):
         assert "clsact" not in rig.qdisc_kinds("dut", "dut0")
     finally:
         rig.exec("dut", "tc", "qdisc", "del", "dev", "dut1", "clsact")
+
+
+# --------------------------------------------------- kernel defaults --
+CT_LIBERAL = "net.netfilter.nf_conntrack_tcp_be_liberal"
+
+
+def test_attach_sets_ct_liberal_detach_restores(clean):
+    """The rig leaves conntrack at the kernel's defaults. attach turns on
+    liberal TCP window tracking in its namespace (conntrack would mark the
+    ACKs of sliced TCP invalid) and detach restores the value it found;
+    --no-ct-liberal leaves it alone (issue 7 section 2)."""
+    rig = clean
+
+    def liberal():
+        return rig.check("dut", "sysctl", "-n", CT_LIBERAL).strip()
+    assert liberal() == "0", "the rig changed the kernel's default"
+    rig.attach("dut0", "dut1", name="ctl")
+    try:
+        assert liberal() == "1"
+    finally:
+        rig.detach("ctl")
+    assert liberal() == "0"
+    rig.attach("dut0", "dut1", name="ctl", opts=("--no-ct-liberal",))
+    try:
+        assert liberal() == "0"
+    finally:
+        rig.detach("ctl")
+    assert liberal() == "0"
+
+
+def features(rig, dev):
+    """{feature: "on"|"off"} of DEV in the DUT (`ethtool -k`)."""
+    out = rig.check("dut", "ethtool", "-k", dev)
+    return dict(line.strip().split(": ")[:2] for line in out.splitlines()
+                if ": " in line and not line.endswith(":"))
+
+
+def test_attach_turns_off_gro_merging(clean):
+    """The rig leaves offloads as the kernel sets them; attach turns off
+    what would merge sliced datagrams (rx-udp-gro-forwarding,
+    rx-gro-list) on the domain's interfaces."""
+    rig = clean
+    merge = ("rx-udp-gro-forwarding", "rx-gro-list")
+    before = {dev: features(rig, dev) for dev in ("dut0", "dut1")}
+    try:
+        for dev in before:
+            rig.check("dut", "ethtool", "-K", dev, "gro", "on", *[
+                x for f in merge for x in (f, "on")])
+        rig.attach("dut0", "dut1", name="gro")
+        try:
+            for dev in before:
+                f = features(rig, dev)
+                assert [f[x].split()[0] for x in merge] == ["off", "off"], \
+                    (dev, f)
+        finally:
+            rig.detach("gro")
+    finally:
+        for dev, f in before.items():
+            rig.exec("dut", "ethtool", "-K", dev, *[
+                x for k in ("gro", *merge)
+                for x in (k, f["generic-receive-offload" if k == "gro"
+                               else k].split()[0])])

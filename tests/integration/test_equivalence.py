@@ -16,9 +16,9 @@ import pytest
 from nfpkt import (Capture, assert_delivered, assert_same_frames,
                    client_frames, corner_frames, parse, predict, roundtrip,
                    send)
-from nfrig import COUNTERS
+from nfrig import COUNTERS, name
 
-PREFIX = "nfit-eq"
+PREFIX = name("eq")
 SEED_FWD = 0x6E66736C  # payloads of the client's packets
 SEED_REV = 0x73706C63  # payloads of the server's answers
 DOMAIN = "eq"
@@ -96,6 +96,9 @@ def test_sliced_equals_unsliced(rigs, baseline, tmp_path, opts, keep, mode):
         "parked_bytes": want["parked_bytes"],
         "skipped_full": 0, "skipped_big": 0, "evicted": 0, "stale": 0,
         "bad_token": 0, "replayed": 0, "too_big": 0,
+        "skipped_route": 0, "skipped_local": 0, "skipped_l2": 0,
+        "skipped_mtu": 0, "dropped_gso": 0, "slice_failed": 0,
+        "splice_failed": 0,
     }
     assert stats["slots_busy"] == 0
 
