@@ -34,8 +34,10 @@
  *
  * The domain maps are configured as `nfslice attach` does; the splicer and
  * the baselines reuse the slicer's maps. The process pins itself to one
- * CPU and moves into a fresh network namespace, so live-frames packets that
- * the programs pass to the stack can only reach a loopback that is down.
+ * CPU and moves into a fresh network namespace of its own, where packets
+ * enter on one veth of the domain and the FIB sends them out of another
+ * (the slicer slices only what leaves through a domain interface), so
+ * live-frames packets that the programs pass to the stack stay there.
  *
  * One file per job:
  *   datapath_main.c    the programs measured (benches[]), order of the steps
@@ -166,6 +168,7 @@ struct bench {
 	__u8 out[PKT_BUF];
 	struct nfsl_counters cnt0, cnt1;
 	double elapsed;
+	int if_in, if_out; /* the private namespace's domain interfaces */
 };
 
 struct summary {
@@ -187,6 +190,7 @@ struct summary {
 int dp_parse_opts(struct opts *o, int argc, char **argv);
 
 /* datapath_setup.c */
+int dp_setup_netns(struct bench *b);
 int dp_setup_domain(struct bench *b);
 int dp_setup_cases(struct bench *b);
 int dp_read_counters(struct bench *b, struct nfsl_counters *sum);
@@ -194,7 +198,7 @@ void dp_release_all(struct bench *b);
 int dp_flush_store(struct bench *b);
 
 /* datapath_run.c */
-int dp_run_once(struct bench *b, int fd, const void *in, unsigned int len,
+int dp_run_once(struct bench *b, enum hook hook, int fd, const void *in, unsigned int len,
 		unsigned int *out_len, __u32 *retval, __u32 *duration);
 int dp_slice_one(struct bench *b, struct bcase *c, struct sliced *s);
 void dp_release_sliced(struct bench *b, const struct sliced *s);

@@ -73,12 +73,14 @@ int main(int argc, char **argv)
 	nfsl_log_init(NFSL_LOG_WARN);
 	if (pin_cpu(&b.o))
 		goto out;
-	/* Live-frames packets the programs pass go up the stack of the
-	 * current namespace: keep them in one with nothing but a loopback. */
+	/* A namespace of the driver's own: its veths are the domain, and the
+	 * live-frames packets the programs pass to the stack stay in it. */
 	if (unshare(CLONE_NEWNET)) {
 		pr_err("cannot create a network namespace: %s", strerror(errno));
 		goto out;
 	}
+	if (dp_setup_netns(&b))
+		goto out;
 	if (dp_setup_domain(&b))
 		goto out;
 	if (b.o.lag >= b.cfg.part_slots) {

@@ -104,7 +104,7 @@ int dp_write_json(const struct bench *b, const char *path)
 	jsonw_uint_field(&w, "part_slots", cfg->part_slots);
 	jsonw_uint_field(&w, "ncpus", cfg->ncpus);
 	jsonw_uint_field(&w, "expiry", cfg->expiry);
-	jsonw_uint_field(&w, "max_l3", cfg->max_l3);
+	jsonw_uint_field(&w, "interfaces", cfg->nifaces);
 	jsonw_end_object(&w);
 	jsonw_name(&w, "method");
 	jsonw_start_object(&w);

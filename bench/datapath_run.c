@@ -73,9 +73,11 @@ static int prog_stats(int fd, __u64 *ns, __u64 *cnt)
 /* ---- one test run ----------------------------------------------------- */
 
 /* Run @fd once on @in; the output lands in b->out. Returns 0 or -errno. */
-int dp_run_once(struct bench *b, int fd, const void *in, unsigned int len,
-		    unsigned int *out_len, __u32 *retval, __u32 *duration)
+int dp_run_once(struct bench *b, enum hook hook, int fd, const void *in, unsigned int len,
+		unsigned int *out_len, __u32 *retval, __u32 *duration)
 {
+	/* XDP: the packet arrives on the domain's ingress interface. */
+	struct xdp_md md = { .data_end = len, .ingress_ifindex = b->if_in };
 	/* clang-format off */
 	LIBBPF_OPTS(bpf_test_run_opts, t,
 		.data_in = in,
@@ -87,6 +89,10 @@ int dp_run_once(struct bench *b, int fd, const void *in, unsigned int len,
 	/* clang-format on */
 	int err;
 
+	if (hook == HOOK_XDP) {
+		t.ctx_in = &md;
+		t.ctx_size_in = sizeof(md);
+	}
 	*out_len = 0;
 	*retval = 0;
 	err = bpf_prog_test_run_opts(fd, &t);
@@ -108,7 +114,7 @@ int dp_slice_one(struct bench *b, struct bcase *c, struct sliced *s)
 	__u32 ret;
 	int err;
 
-	err = dp_run_once(b, fd, c->pkt, c->size, &len, &ret, NULL);
+	err = dp_run_once(b, HOOK_XDP, fd, c->pkt, c->size, &len, &ret, NULL);
 	if (err) {
 		pr_err("slicer test run failed: %s", strerror(-err));
 		return err;
@@ -174,7 +180,7 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 	__u32 ret, d;
 	int err;
 
-	err = dp_run_once(b, fd, c->pkt, c->size, &len, &ret, &d);
+	err = dp_run_once(b, HOOK_XDP, fd, c->pkt, c->size, &len, &ret, &d);
 	if (err) {
 		pr_err("%s test run failed: %s", benches[id].name, strerror(-err));
 		return err;
@@ -201,7 +207,7 @@ static int splice_iter(struct bench *b, struct bcase *c, int id, int fd, struct 
 	int err;
 
 	b->bt->bss->bench_slot = s->slot;
-	err = dp_run_once(b, fd, s->buf, s->len, &len, &ret, &d);
+	err = dp_run_once(b, HOOK_TC, fd, s->buf, s->len, &len, &ret, &d);
 	if (err) {
 		pr_err("%s test run failed: %s", benches[id].name, strerror(-err));
 		return err;
@@ -224,9 +230,12 @@ static int splice_iter(struct bench *b, struct bcase *c, int id, int fd, struct 
 static int live_block(struct bench *b, struct bcase *c, int id, int fd)
 {
 	/* clang-format off */
+	struct xdp_md md = { .data_end = c->size, .ingress_ifindex = b->if_in };
 	LIBBPF_OPTS(bpf_test_run_opts, t,
 		.data_in = c->pkt,
 		.data_size_in = c->size,
+		.ctx_in = &md,
+		.ctx_size_in = sizeof(md),
 		.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
 	);
 	/* clang-format on */
@@ -302,7 +311,7 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 		__u32 ret, du;
 
 		for (i = 0; i < iters && !err; i++) {
-			err = dp_run_once(b, fd, c->tc_in, c->tc_in_len, &len, &ret, &du);
+			err = dp_run_once(b, HOOK_TC, fd, c->tc_in, c->tc_in_len, &len, &ret, &du);
 			dur += du;
 		}
 		if (err)
@@ -313,7 +322,7 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 			unsigned int len;
 			__u32 ret, du;
 
-			err = dp_run_once(b, fd, c->pkt, c->size, &len, &ret, &du);
+			err = dp_run_once(b, HOOK_TC, fd, c->pkt, c->size, &len, &ret, &du);
 			dur += du;
 			if (!err &&
 			    (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))) {

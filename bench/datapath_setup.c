@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <net/if.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -36,6 +37,46 @@ int dp_read_counters(struct bench *b, struct nfsl_counters *sum)
 
 /* ---- packets ---------------------------------------------------------- */
 
+/* Destination MAC of the packets: the domain's ingress interface. */
+static const __u8 bench_mac_in[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x02 };
+
+/*
+ * The driver's private network namespace (main() made it): the packets
+ * arrive on the veth BENCH_IF_IN, whose MAC they are addressed to, and the
+ * FIB forwards their destination 198.18.0.2 out of BENCH_IF_OUT, both
+ * domain interfaces, so the slicer slices them as on a router.
+ */
+#define BENCH_IF_IN "nfbd-in"
+#define BENCH_IF_OUT "nfbd-out"
+
+int dp_setup_netns(struct bench *b)
+{
+	static const char *const cmds[] = {
+		"ip link add " BENCH_IF_IN " type veth peer name " BENCH_IF_IN "p",
+		"ip link add " BENCH_IF_OUT " type veth peer name " BENCH_IF_OUT "p",
+		"ip link set " BENCH_IF_IN " address 02:00:00:00:00:02 up",
+		"ip link set " BENCH_IF_IN "p up",
+		"ip link set " BENCH_IF_OUT " up",
+		"ip link set " BENCH_IF_OUT "p up",
+		"ip addr add 198.18.0.254/24 dev " BENCH_IF_OUT,
+		"sysctl -qw net.ipv4.conf.all.forwarding=1",
+	};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (system(cmds[i])) {
+			pr_err("setting up the private namespace failed: %s", cmds[i]);
+			return -1;
+		}
+	}
+	b->if_in = if_nametoindex(BENCH_IF_IN);
+	b->if_out = if_nametoindex(BENCH_IF_OUT);
+	if (!b->if_in || !b->if_out) {
+		pr_err("the private namespace's veths are missing");
+		return -1;
+	}
+	return 0;
+}
+
 /* Ethernet / IPv4 / UDP or TCP frame of @size bytes with valid checksums
  * and a payload pattern, as it would arrive from a wire. */
 static void build_pkt(struct bcase *c)
@@ -50,7 +91,7 @@ static void build_pkt(struct bcase *c)
 	__u32 s;
 
 	memset(c->pkt, 0, sizeof(c->pkt));
-	memcpy(eth->h_dest, "\x02\x00\x00\x00\x00\x02", ETH_ALEN);
+	memcpy(eth->h_dest, bench_mac_in, ETH_ALEN);
 	memcpy(eth->h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
 	eth->h_proto = htons(ETH_P_IP);
 	iph->version = 4;
@@ -128,7 +169,12 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot get a random MAC key: %s", strerror(-err));
 		return -1;
 	}
-	cfg->max_l3 = 1500;
+	/* The domain: frames enter on if_in, the FIB sends them out of
+	 * if_out (dp_setup_netns). */
+	cfg->nifaces = 2;
+	cfg->ifaces[0].ifindex = b->if_in;
+	memcpy(cfg->ifaces[0].mac, bench_mac_in, ETH_ALEN);
+	cfg->ifaces[1].ifindex = b->if_out;
 
 	b->sl = slicer_bpf__open();
 	if (!b->sl) {
@@ -265,7 +311,7 @@ int dp_setup_cases(struct bench *b)
 				if (!c->raw[k] || !c->dur[k])
 					return -ENOMEM;
 			}
-			err = dp_run_once(b, bpf_program__fd(b->sl->progs.nfsl_slicer), c->pkt,
+			err = dp_run_once(b, HOOK_XDP, bpf_program__fd(b->sl->progs.nfsl_slicer), c->pkt,
 				       c->size, &len, &ret, NULL);
 			if (err) {
 				pr_err("slicer test run failed: %s", strerror(-err));
