@@ -56,6 +56,26 @@ static const char *met_str(const struct summary *s)
 	return s->ratio <= s->target ? "yes" : "no";
 }
 
+/* A results file: opened for writing, or NULL after saying why. */
+static FILE *open_out(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		pr_err("cannot write %s: %s", path, strerror(errno));
+	return f;
+}
+
+/* Close it; 0, or -1 after saying that it could not be written. */
+static int close_out(FILE *f, const char *path)
+{
+	if (fclose(f)) {
+		pr_err("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Summary of bench @id on @c and of its live-frames cross-check (@l
  * invalid when it has none). Returns whether @id applies to @c. */
 static bool summarize_with_live(const struct bench *b, const struct bcase *c, int id,
@@ -77,11 +97,9 @@ int dp_write_json(const struct bench *b, const char *path)
 	unsigned int i, k;
 	FILE *f;
 
-	f = fopen(path, "w");
-	if (!f) {
-		pr_err("cannot write %s: %s", path, strerror(errno));
+	f = open_out(path);
+	if (!f)
 		return -1;
-	}
 	uname(&u);
 	cpu_model(model, sizeof(model));
 	jsonw_init(&w, f);
@@ -180,11 +198,7 @@ int dp_write_json(const struct bench *b, const char *path)
 	}
 	jsonw_end_array(&w);
 	jsonw_end_object(&w);
-	if (fclose(f)) {
-		pr_err("cannot write %s: %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return close_out(f, path);
 }
 
 int dp_write_csv(const struct bench *b, const char *path)
@@ -192,11 +206,9 @@ int dp_write_csv(const struct bench *b, const char *path)
 	unsigned int i, k;
 	FILE *f;
 
-	f = fopen(path, "w");
-	if (!f) {
-		pr_err("cannot write %s: %s", path, strerror(errno));
+	f = open_out(path);
+	if (!f)
 		return -1;
-	}
 	fprintf(f, "size,proto,program,hook,sliced,ns_median,ns_p25,ns_p75,ns_min,ns_max,"
 		   "raw_median,bias_median,duration_net_median,live_net_median,baseline,"
 		   "ratio,ratio_p25,ratio_p75,ratio_min,ratio_max,target,met\n");
@@ -232,11 +244,7 @@ int dp_write_csv(const struct bench *b, const char *path)
 				fprintf(f, ",\n");
 		}
 	}
-	if (fclose(f)) {
-		pr_err("cannot write %s: %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return close_out(f, path);
 }
 
 void dp_print_table(const struct bench *b)
