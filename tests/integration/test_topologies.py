@@ -30,7 +30,7 @@ import sys
 
 import pytest
 
-from nfrig import PY, ROOT, AssertTopo, check_accounting, settle
+from nfrig import PY, ROOT, AssertTopo, check_accounting, name, settle
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import udpflow  # noqa: E402
@@ -115,7 +115,7 @@ def inline(tmp_path_factory):
     """The inline topology with an HTTP server pinned to the slicer CPU."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("the inline topology needs two CPUs (this machine has one)")
-    topo = Topo("inline", "nfit-inl")
+    topo = Topo("inline", name("inl"))
     try:
         topo.up()
         topo.sha = serve_file(topo, tmp_path_factory,
@@ -219,7 +219,7 @@ def test_inline_http_sliced(inline, tmp_path):
 @pytest.fixture(scope="module")
 def park(tmp_path_factory):
     """The park topology, link shaped to PARK_RATE, with an HTTP server."""
-    topo = Topo("park", "nfit-park", "--rate", PARK_RATE)
+    topo = Topo("park", name("park"), "--rate", PARK_RATE, "--nf-ct-liberal")
     try:
         topo.up()
         topo.sha = serve_file(topo, tmp_path_factory)
@@ -248,6 +248,7 @@ def test_park_wiring(park):
     assert sysctl("slc", f"net.ipv4.conf.{e['SLC_NF_IF']}.rp_filter") == "0"
     assert sysctl("nf", "net.ipv4.conf.all.send_redirects") == "0"
     assert sysctl("nf", f"net.ipv4.conf.{e['NF_IF']}.send_redirects") == "0"
+    # the NF server is another host: the fixture asked for --nf-ct-liberal
     assert sysctl("nf", "net.netfilter.nf_conntrack_tcp_be_liberal") == "1"
     # Client -> slicer node -> NF server -> slicer node -> server: three
     # routers on the way, and the NF's counter sees request and reply.
@@ -323,7 +324,11 @@ def test_park_nf_delay_line():
     (build/nfslice-delay in the bump-in-the-wire namespace), sliced traffic
     still arrives intact, and `down` stops the line and leaves its report,
     which counts every frame and no hold below the delay."""
-    topo = Topo("park", "nfit-pkd", "--rate", PARK_RATE, "--nf-delay",
+    # --offloads off: with the kernel's offloads no sliced header came
+    # back through the delay line (nfslice-delay's TAP path; unsliced
+    # traffic passes): a known limit of the instrument, see docs/topologies.md
+    topo = Topo("park", name("pkd"), "--offloads", "off", "--rate", PARK_RATE,
+                "--nf-delay",
                 PARK_DELAY_US)
     try:
         topo.up()
