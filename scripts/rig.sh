@@ -3,7 +3,7 @@
 #
 # rig.sh — the 3-namespace test rig: client - DUT - server over veth.
 #
-#   scripts/rig.sh up   [PREFIX]   build the rig (rebuilds it if it exists)
+#   scripts/rig.sh up   [--offloads kernel|off] [PREFIX]   build the rig (rebuilds it if it exists)
 #   scripts/rig.sh down [PREFIX]   remove it; idempotent, silent if absent
 #   scripts/rig.sh env  [PREFIX]   print VAR=value lines for `eval "$(scripts/rig.sh env P)"`
 #
@@ -21,7 +21,8 @@
 # nfsl_fw, with the named counter nf_in that every forwarded packet hits) and
 # conntrack masquerade NAT out of dut1. The server has no route back to the
 # client subnet, so client<->server traffic only works through the NAT.
-# See docs/rig.md.
+# Offloads and conntrack stay at the kernel's defaults (`up --offloads off`
+# for benchmarks that want offloads off). See docs/rig.md.
 set -euo pipefail
 
 readonly PROG=${0##*/}
@@ -48,9 +49,12 @@ readonly MTU=1500
 usage() {
 	[ $# -gt 0 ] && echo "$PROG: $*" >&2
 	cat >&2 <<EOF
-usage: $PROG up   [PREFIX]   build the client - DUT - server rig
-       $PROG down [PREFIX]   remove it (idempotent)
-       $PROG env  [PREFIX]   print its shell variables
+usage: $PROG up   [OPTIONS] [PREFIX]   build the client - DUT - server rig
+       $PROG down [PREFIX]             remove it (idempotent)
+       $PROG env  [PREFIX]             print its shell variables
+OPTIONS (up):
+  --offloads kernel|off   veth offloads as the kernel sets them (default), or
+                          tx checksum, TSO, GSO and GRO off on every veth
 PREFIX: letters, digits, '-' or '_', at most 20 characters (default: nfsl)
 EOF
 	exit 2
@@ -113,6 +117,7 @@ make_links() {
 	topo_addr "$DUT_NS" "$DUT_OUT" "$DUT_OUT_IP4" "$DUT_OUT_IP6"
 	topo_addr "$SRV_NS" "$SRV_IF" "$SRV_IP4" "$SRV_IP6"
 
+	# Kernel defaults unless `up --offloads off` (topo_common.sh).
 	topo_offloads "$CLI_NS" "$CLI_IF"
 	topo_offloads "$DUT_NS" "$DUT_IN"
 	topo_offloads "$DUT_NS" "$DUT_OUT"
@@ -168,18 +173,14 @@ table ip6 nfsl_nat6 {
 EOF
 }
 
-# Router sysctls. Set after load_nft: the per-namespace nf_conntrack
-# sysctls exist once conntrack is in use in the namespace.
+# Router sysctls. Conntrack is left at the kernel's defaults, in particular
+# net.netfilter.nf_conntrack_tcp_be_liberal=0: sliced TCP through the NAT
+# needs liberal window tracking, and `nfslice attach` sets it in the
+# namespace it attaches in (and restores it on detach), so the rig shows
+# what a user's router shows (docs/rig.md).
 set_sysctls() {
 	ip netns exec "$DUT_NS" sysctl -qw net.ipv4.ip_forward=1
 	ip netns exec "$DUT_NS" sysctl -qw net.ipv6.conf.all.forwarding=1
-	# Liberal TCP window tracking. A sliced TCP segment carries fewer bytes
-	# than its sequence space says (the payload is parked in the store), so
-	# conntrack sees the receiver later ACK data it never saw pass; strict
-	# window tracking marks those ACKs INVALID, the ACL drops them
-	# ("ct state invalid drop") and NAT would not translate them anyway.
-	# be_liberal keeps state tracking but stops the in-window checks.
-	ip netns exec "$DUT_NS" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1
 }
 
 up_failed() {
@@ -241,13 +242,31 @@ readonly NFT_FAMILY=inet NFT_TABLE=nfsl_fw NFT_COUNTER=nf_in
 
 main() {
 	[ $# -ge 1 ] || usage "missing command"
-	[ $# -le 2 ] || usage "too many arguments"
-	local cmd=$1 prefix=${2:-nfsl}
+	local cmd=$1 prefix=
+	shift
 	case $cmd in
 	up | down | env) ;;
 	-h | --help | help) usage ;;
 	*) usage "unknown command '$cmd'" ;;
 	esac
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--offloads)
+			[ "$cmd" = up ] || usage "--offloads is an option of up"
+			[ $# -ge 2 ] || usage "$1 needs a value"
+			topo_set_offloads "$2"
+			shift
+			;;
+		-h | --help) usage ;;
+		-*) usage "unknown option '$1'" ;;
+		*)
+			[ -z "$prefix" ] || usage "too many arguments ('$prefix' and '$1')"
+			prefix=$1
+			;;
+		esac
+		shift
+	done
+	prefix=${prefix:-nfsl}
 	check_prefix "$prefix"
 	set_names "$prefix"
 	case $cmd in

@@ -79,19 +79,38 @@ topo_addr() {
 	ip -n "$ns" link set dev "$dev" up
 }
 
-# topo_offloads NS DEV: offloads of every topology veth (docs/rig.md):
-# - tx off: a local socket's packets otherwise carry CHECKSUM_PARTIAL (L4
-#   checksum not yet computed). The slicer derives the payload's checksum
-#   sum from the received L4 checksum, so packets must carry full checksums
-#   as they do when they arrive from a wire (PLATFORM.md).
-# - tso/gso off: each TCP segment crosses as its own MTU-sized packet, as on
-#   a wire, instead of a 64 KB GSO super-packet that the slicer (a non-frags
-#   XDP program) cannot see as one frame; shapers count real frames.
-# - gro off: with an XDP program on a veth the kernel runs the veth's NAPI
-#   path, and GRO there could merge forwarded segments back into
-#   super-packets before the NF / tc egress splicer.
+# Offloads of the topology veths: "kernel" (the default) leaves them as the
+# kernel sets them, as on any host nfslice is attached to: TX checksum
+# offload, TSO and GSO on, GRO off (a veth turns TSO off on the peer of a
+# veth with an XDP program, PLATFORM.md; `nfslice attach` turns off what
+# would merge sliced packets on its interfaces). "off" is for
+# benchmarks that want every segment to cross as its own MTU-sized frame
+# whether or not an XDP program is attached (like-for-like sliced/unsliced
+# runs, a shaper counting real frames): see topo_offloads and
+# docs/topologies.md. Set with topo_set_offloads (--offloads of `up`).
+TOPO_OFFLOADS=kernel
+
+# topo_set_offloads MODE: check and set TOPO_OFFLOADS (kernel|off).
+topo_set_offloads() {
+	case $1 in
+	kernel | off) TOPO_OFFLOADS=$1 ;;
+	*) usage "--offloads '$1' is not 'kernel' or 'off'" ;;
+	esac
+}
+
+# topo_offloads NS DEV: with TOPO_OFFLOADS=off, turn off on DEV:
+# - tx (checksum offload): a local socket's packets then carry full L4
+#   checksums, as they do from a wire, instead of CHECKSUM_PARTIAL. nfslice
+#   does not need it (such packets are sliced and arrive intact,
+#   PLATFORM.md); a benchmark may want senders to pay for the checksum.
+# - tso/gso: each TCP segment crosses as its own MTU-sized packet, with or
+#   without an XDP program on the path, instead of a 64 KB GSO super-packet
+#   in the unsliced runs; shapers count real frames.
+# - gro: nothing merges forwarded segments back into super-packets.
+# With the default (kernel) it does nothing.
 topo_offloads() {
 	local ns=$1 dev=$2
+	[ "$TOPO_OFFLOADS" = off ] || return 0
 	ip netns exec "$ns" ethtool -K "$dev" tx off tso off gso off gro off \
 		>/dev/null 2>&1 || topo_die "ethtool -K $dev in $ns failed"
 }

@@ -14,6 +14,9 @@
 #   --slicer-cpu N      CPU of the slicer, the "NIC" (default 0)
 #   --nf-cpu M          CPU of the NF (default 1); must differ from N
 #   --no-cpu-counters   leave out the per-CPU nftables counters
+#   --offloads MODE     veth offloads: kernel (default, as the kernel sets
+#                       them) or off (tx checksum, TSO, GSO, GRO off; see
+#                       topo_common.sh)
 #
 # It is scripts/rig.sh's client - DUT - server rig (same namespaces, names,
 # addresses and NFs; PREFIX defaults to "nfin") plus the CPU split:
@@ -57,6 +60,8 @@ OPTIONS:
   --slicer-cpu N      CPU that runs the slicer and the traffic endpoints (default 0)
   --nf-cpu M          CPU that runs the NF and the splicer (default 1), != N
   --no-cpu-counters   no per-CPU forward counters (table inet $CPU_NFT_TABLE)
+  --offloads MODE     veth offloads: kernel (default: as the kernel sets them)
+                      or off (tx checksum, TSO, GSO and GRO off on every veth)
 PREFIX: letters, digits, '-' or '_', at most 20 characters (default: nfin)
 EOF
 	exit 2
@@ -80,6 +85,11 @@ parse_opts() {
 			shift
 			;;
 		--no-cpu-counters) CPU_COUNTERS=0 ;;
+		--offloads)
+			[ $# -ge 2 ] || usage "$1 needs a value"
+			topo_set_offloads "$2"
+			shift
+			;;
 		-h | --help) usage ;;
 		-*) usage "unknown option '$1'" ;;
 		*)
@@ -176,7 +186,7 @@ cmd_up() {
 	trap up_failed EXIT
 	# rig.sh rebuilds an existing rig and removes a half-built one itself.
 	topo_detach_all "$PREFIX-dut"
-	"$RIG" up "$PREFIX"
+	"$RIG" up --offloads "$TOPO_OFFLOADS" "$PREFIX"
 	rig_env
 	# The NF and the splicer: whatever the DUT receives goes to NF_CPU.
 	set_rps "$DUT_NS" "$DUT_IN" "$NF_CPU_MASK"
@@ -202,12 +212,14 @@ cmd_env() {
 	# shellcheck disable=SC2034 # printed below through ${!v}
 	NF_NS=$DUT_NS
 	# shellcheck disable=SC2034
+	OFFLOADS=$TOPO_OFFLOADS
+	# shellcheck disable=SC2034
 	SLICE_NS=$DUT_NS SLICE_IFS="$DUT_IN $DUT_OUT" \
 		NF_SNAT_IP4=$DUT_OUT_IP4 NF_SNAT_IP6=$DUT_OUT_IP6
 	"$RIG" env "$PREFIX"
 	for v in TOPO NF_NS SLICE_NS SLICE_IFS NF_SNAT_IP4 NF_SNAT_IP6 \
 		SLICER_CPU NF_CPU SLICER_CPU_MASK NF_CPU_MASK ONLINE_CPUS \
-		CPU_NFT_FAMILY CPU_NFT_TABLE CPU_NFT_COUNTERS; do
+		CPU_NFT_FAMILY CPU_NFT_TABLE CPU_NFT_COUNTERS OFFLOADS; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done
 }

@@ -1,10 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Fixtures of the nfslice integration suite.
 
-Every test module builds its own rigs (scripts/rig.sh) under a PREFIX that
-starts with "nfit-" and no other user of the machine takes, and removes them
-in fixture finalizers: also when a test fails or is interrupted. Helpers:
-nfrig.py (rig, namespaces, nfslice CLI), nfpkt.py (crafted packets).
+Every test module builds its own rigs (scripts/rig.sh) and namespaces under
+names of this run, nfrig.name(STEM) = "nfit-RUN-STEM" (RUN: a random id per
+pytest run), which no other run, demo or benchmark on the machine takes, and
+removes them in fixture finalizers: also when a test fails or is
+interrupted. At the end of the session nothing of this run may be left
+(nfrig.leftovers()): anything found is reported, removed, and fails the run.
+The rigs run on kernel defaults (offloads as the kernel sets them, conntrack
+untouched): what nfslice needs there, `nfslice attach` does itself.
+Helpers: nfrig.py (rig, namespaces, nfslice CLI), nfpkt.py (crafted
+packets).
 """
 import os
 import shutil
@@ -12,6 +18,7 @@ import signal
 
 import pytest
 
+import nfrig
 from nfrig import NFSLICE, RIG_SH, Rig
 
 
@@ -41,6 +48,34 @@ def pytest_sessionstart(session):
     signal.signal(signal.SIGTERM, _interrupt)
 
 
+def pytest_report_header(config):
+    """Name this run's namespaces in the header (to find leftovers)."""
+    return f"namespaces and rigs of this run: {nfrig.RUN_PREFIX}*"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Check that the fixtures removed everything this run created.
+
+    Leftovers are a cleanup bug: they are listed, removed (only names of
+    this run, only pins of its namespaces) and fail the session.
+    """
+    found = nfrig.leftovers()
+    if not found:
+        return
+    nfrig.remove_leftovers()
+    still = nfrig.leftovers()
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    msg = ("integration tests left behind (now removed):\n  " +
+           "\n  ".join(found))
+    if still:
+        msg += "\ncould not remove:\n  " + "\n  ".join(still)
+    if tr is not None:
+        tr.write_line(msg, red=True)
+    else:
+        print(msg)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def _interrupt(signum, frame):
     """SIGTERM handler: interrupt the session like Ctrl-C."""
     raise KeyboardInterrupt(f"signal {signum}")
@@ -48,16 +83,19 @@ def _interrupt(signum, frame):
 
 @pytest.fixture(scope="module")
 def rigs():
-    """Factory of rigs for one test module: rigs(PREFIX) -> a built Rig.
+    """Factory of rigs for one test module: rigs(STEM) -> a built Rig.
 
-    Building a rig with the PREFIX of one built earlier in the module
-    removes the earlier one first (a fresh rig: new conntrack table, same
-    NAT ports). Every rig, with its processes and slicing domains, is
+    The rig's PREFIX is nfrig.name(STEM) ("nfit-RUN-STEM"; a STEM given as
+    "nfit-foo" becomes "nfit-RUN-foo"): address its namespaces with
+    rig.ns(ROLE), never by a literal name. Building a rig with the STEM of
+    one built earlier in the module removes the earlier one first (a fresh
+    rig: new conntrack table, same NAT ports). Every rig, with its processes and slicing domains, is
     removed when the module ends, whatever the outcome of its tests.
     """
     made = {}
 
-    def make(prefix):
+    def make(stem):
+        prefix = nfrig.name(stem)
         old = made.pop(prefix, None)
         if old is not None:
             old.destroy()

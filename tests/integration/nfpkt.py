@@ -138,7 +138,8 @@ def craft(flow, frame_len, payload, src_mac, dst_mac, src_ip, dst_ip,
 
     PAYLOAD is a callable n -> n bytes (a seeded generator). TCP segments
     carry flags PA and fixed seq/ack: the DUT's conntrack picks such flows
-    up mid-stream (nf_conntrack_tcp_loose, be_liberal in the rig).
+    up mid-stream (nf_conntrack_tcp_loose, on by default; the window checks
+    accept them with be_liberal at its default too).
     """
     if flow.v6:
         l3 = IPv6(src=src_ip, dst=dst_ip, hlim=64, tc=dscp << 2)

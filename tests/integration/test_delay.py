@@ -15,10 +15,10 @@ import subprocess
 
 import pytest
 
-from nfrig import PY, ROOT, describe, must, poll, run
+from nfrig import PY, ROOT, describe, must, name, poll, run
 
 DELAY = ROOT / "build" / "nfslice-delay"
-NS = "nfit-dly"
+NS = name("dly")
 TAP = "dq0"
 ADDR, PEER = "10.213.0.1", "10.213.0.2"
 PORT = 9  # discard: nothing answers, the frames only cross the line

@@ -4,7 +4,8 @@ receiver): stamped frames from nfslice-pktgen into a veth whose peer runs
 the sink; every measuring frame counted, timed, checksum-verified; other
 UDP frames counted apart; the histogram's buckets as latlib reads them.
 
-Builds its own namespace nfit-lat (veth la0 <-> la1) and removes it.
+Builds its own namespace NS = nfit-RUN-lat (veth la0 <-> la1; nfrig.name())
+and removes it.
 """
 import os
 import subprocess
@@ -13,12 +14,12 @@ import time
 
 import pytest
 
-from nfrig import ROOT, must, run
+from nfrig import ROOT, must, name, run
 
 sys.path.insert(0, str(ROOT / "bench"))
 import latlib  # noqa: E402
 
-NS = "nfit-lat"
+NS = name("lat")
 
 
 @pytest.fixture(scope="module")

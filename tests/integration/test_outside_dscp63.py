@@ -14,9 +14,9 @@ import pytest
 from nfpkt import (DSCP_SLICED, THRESHOLD, Flow, assert_delivered,
                    assert_same_frames, client_frames, parse, predict,
                    roundtrip)
-from nfrig import COUNTERS
+from nfrig import COUNTERS, name
 
-PREFIX = "nfit-d63"
+PREFIX = name("d63")
 DOMAIN = "d63"
 SEED_FWD = 0x64736370
 SEED_REV = 0x33363363

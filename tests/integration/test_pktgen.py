@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """nfslice-pktgen: counts, sizes, flows, mixes, stamps, pcap replay, pacing.
 
-The module builds its own namespaces and removes them at the end, also on
-failure:
-  nfit-pg       pg0 <-> pg1   generator on pg0, the sink (bpf/pktgen_sink)
-                              on pg1 counts and checks every frame
-                pg2 <-> pg3   pg3 without XDP: --peer-xdp auto / off
-                pgd0 <-> pgd1 both down: "interface is down"
-  nfit-pg-far   pgf1          the peer of nfit-pg's pgf0, in another
-                              namespace: the warning for a peer elsewhere
+The module builds its own namespaces (names of this run, nfrig.name()) and
+removes them at the end, also on failure:
+  NS  nfit-RUN-pg      pg0 <-> pg1   generator on pg0, the sink
+                                     (pktgen_sink) on pg1 counts and
+                                     checks every frame
+                       pg2 <-> pg3   pg3 without XDP: --peer-xdp auto / off
+                       pgd0 <-> pgd1 both down: "interface is down"
+  FAR nfit-RUN-pg-far  pgf1          the peer of NS's pgf0, in another
+                                     namespace: the warning for a peer
+                                     elsewhere
 The sink is loaded fresh for every test that reads it (pins in a private
 bpffs mount of the module); it verifies the IPv4 header and L4 checksums of
 every frame and the stamp sequence numbers, and keeps the first 64 frames.
@@ -29,12 +31,12 @@ from pathlib import Path
 import pytest
 
 from nfpkt import l4_sum, parse, write_pcap
-from nfrig import ROOT, describe, must, poll, run
+from nfrig import ROOT, describe, must, name, poll, run
 
 PKTGEN = ROOT / "build" / "nfslice-pktgen"
 SINK_OBJ = ROOT / "build" / ".output" / "pktgen_sink.bpf.o"
 MIX = ROOT / "pktgen" / "mixes" / "enterprise.mix"
-NS, FAR = "nfit-pg", "nfit-pg-far"
+NS, FAR = name("pg"), name("pg-far")
 
 
 def ns_run(*args, ns=NS, timeout=30):

@@ -14,9 +14,9 @@ import os
 
 import pytest
 
-from nfrig import PY, check_accounting, describe, must, settle
+from nfrig import PY, check_accounting, describe, must, name, settle
 
-PREFIX = "nfit-xfer"
+PREFIX = name("xfer")
 DOMAIN = "xfer"
 FILE_BYTES = 50 * 1024 * 1024
 HTTP_PORT = 8080   # the ACL forwards TCP 8080 and 5201 (scripts/rig.sh)
@@ -70,8 +70,11 @@ def test_http_download(rig, http_file, tmp_path, family):
     out = tmp_path / "blob"
     before = rig.stats(DOMAIN)
     rig.nf_in_reset()
-    must(rig.exec("cli", "curl", "-sS", "--fail", "--max-time", "60", "-o",
-                  out, f"http://{host}:{HTTP_PORT}/blob", timeout=90))
+    # A stalled download (conntrack marking sliced TCP invalid, a lost
+    # payload) fails after 5 s below 100 kB/s, not after the 60 s limit.
+    must(rig.exec("cli", "curl", "-sS", "--fail", "--max-time", "60",
+                  "--speed-limit", "100000", "--speed-time", "5", "-o", out,
+                  f"http://{host}:{HTTP_PORT}/blob", timeout=90))
     assert out.stat().st_size == FILE_BYTES
     assert hashlib.sha256(out.read_bytes()).hexdigest() == http_file
     _, nf_bytes = rig.nf_in()
