@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <linux/ethtool.h>
+#include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sockios.h>
@@ -127,10 +128,32 @@ int nfsl_if_feature(const char *ifname, const char *name, int set)
 	return err;
 }
 
+/* From IFLA_LINKINFO: is it a veth (whose IFLA_LINK is its peer), and the
+ * lower device of a vxlan (IFLA_VXLAN_LINK, not in IFLA_LINK). */
+static void linkinfo(struct rtattr *info, bool *veth, int *vxlan_link)
+{
+	int len = RTA_PAYLOAD(info), dlen;
+	bool vxlan = false;
+	struct rtattr *a, *d;
+
+	for (a = RTA_DATA(info); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type == IFLA_INFO_KIND) {
+			*veth = !strcmp(RTA_DATA(a), "veth");
+			vxlan = !strcmp(RTA_DATA(a), "vxlan");
+		} else if (a->rta_type == IFLA_INFO_DATA && vxlan) {
+			dlen = RTA_PAYLOAD(a);
+			for (d = RTA_DATA(a); RTA_OK(d, dlen); d = RTA_NEXT(d, dlen))
+				if (d->rta_type == IFLA_VXLAN_LINK)
+					*vxlan_link = *(int *)RTA_DATA(d);
+		}
+	}
+}
+
 /*
  * Walk every link of this namespace (RTM_GETLINK dump) and name the first
  * that sits on @ifindex: a link whose IFLA_LINK is @ifindex in the same
- * namespace (macvlan, ipvlan, vlan, veth peers excepted), or the master
+ * namespace (macvlan, ipvlan, vlan, veth peers excepted), a vxlan over
+ * it (IFLA_VXLAN_LINK), or the master
  * @ifindex is enslaved to (bridge, bond).
  */
 int nfsl_if_upper(int ifindex, char *upper, size_t len)
@@ -166,6 +189,7 @@ int nfsl_if_upper(int ifindex, char *upper, size_t len)
 			struct ifinfomsg *ifi = NLMSG_DATA(nh);
 			int alen = IFLA_PAYLOAD(nh), link = 0, master = 0;
 			bool other_ns = false, veth = false;
+			int vxlan_link = 0;
 			const char *name = NULL;
 			struct rtattr *a;
 
@@ -187,14 +211,13 @@ int nfsl_if_upper(int ifindex, char *upper, size_t len)
 				else if (a->rta_type == IFLA_LINK_NETNSID)
 					other_ns = true;
 				else if (a->rta_type == IFLA_LINKINFO)
-					veth = memmem(RTA_DATA(a), RTA_PAYLOAD(a),
-						      "veth", 5) != NULL;
+					linkinfo(a, &veth, &vxlan_link);
 			}
 			if (found || !name)
 				continue;
 			/* a veth's IFLA_LINK is its peer, not a lower device */
-			if (ifi->ifi_index != ifindex && link == ifindex &&
-			    !other_ns && !veth) {
+			if (ifi->ifi_index != ifindex && !other_ns &&
+			    ((link == ifindex && !veth) || vxlan_link == ifindex)) {
 				snprintf(upper, len, "%s", name);
 				found = 1;
 			} else if (ifi->ifi_index == ifindex && master) {
