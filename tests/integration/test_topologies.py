@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,10 @@ HTTP_PORT = 8080
 FILE_BYTES = 8 << 20
 SIZE = 1400          # UDP payload bytes
 PARK_RATE = "50mbit"  # shaped link rate of the park tests
+# A download that stalls (e.g. conntrack marking sliced TCP invalid) fails
+# after 5 s below 100 kB/s instead of running into the 60 s limit.
+CURL_LIMITS = ("-sS", "--fail", "--max-time", "60", "--speed-limit", "100000",
+               "--speed-time", "5")
 
 
 class Topo(AssertTopo):
@@ -80,9 +85,8 @@ class Topo(AssertTopo):
         """curl the served file from the client; its bytes."""
         out = tmp_path / "blob"
         taskset = ["taskset", "-c", str(pin)] if pin is not None else []
-        self.exec("cli", *taskset, "curl", "-sS", "--fail", "--max-time",
-                  "60", "-o", out, f"http://{host}:{HTTP_PORT}/blob",
-                  timeout=90)
+        self.exec("cli", *taskset, "curl", *CURL_LIMITS, "-o", out,
+                  f"http://{host}:{HTTP_PORT}/blob", timeout=90)
         data = out.read_bytes()
         out.unlink()
         return data
@@ -141,9 +145,9 @@ def test_inline_cpu_split_configured(inline):
     assert rps("dut", e["DUT_OUT"]) == nf
     assert rps("cli", e["CLI_IF"]) == sl
     assert rps("srv", e["SRV_IF"]) == sl
-    for name in e["CPU_NFT_COUNTERS"].split():
+    for cnt in e["CPU_NFT_COUNTERS"].split():
         inline.nft_counter("dut", e["CPU_NFT_FAMILY"], e["CPU_NFT_TABLE"],
-                           name)
+                           cnt)
 
 
 @pytest.mark.parametrize("sliced", [False, True],
@@ -218,7 +222,13 @@ def test_inline_http_sliced(inline, tmp_path):
 # ================================================================== park ==
 @pytest.fixture(scope="module")
 def park(tmp_path_factory):
-    """The park topology, link shaped to PARK_RATE, with an HTTP server."""
+    """The park topology, link shaped to PARK_RATE, with an HTTP server.
+
+    --nf-ct-liberal: the NF server is outside the slicing domain (another
+    host in PayloadPark's setting), so `nfslice attach` on the slicer node
+    cannot set liberal TCP window tracking there; the NF server's operator
+    must, or its conntrack marks the ACKs of sliced TCP invalid
+    (docs/topologies.md). Offloads stay at the kernel's defaults."""
     topo = Topo("park", name("park"), "--rate", PARK_RATE, "--nf-ct-liberal")
     try:
         topo.up()
@@ -235,8 +245,9 @@ def link_bytes(park):
 
 
 def test_park_wiring(park):
-    """Shaper on both ends of the link, pitfall sysctls set, and traffic
-    between client and server detours through the NF server."""
+    """Shaper on both ends of the link, pitfall sysctls set, offloads as
+    the kernel sets them, and traffic between client and server detours
+    through the NF server."""
     e = park.env
     rate = int(e["LINK_RATE_BPS"])
     for role, dev in (("slc", e["SLC_NF_IF"]), ("nf", e["NF_IF"])):
@@ -249,7 +260,13 @@ def test_park_wiring(park):
     assert sysctl("nf", "net.ipv4.conf.all.send_redirects") == "0"
     assert sysctl("nf", f"net.ipv4.conf.{e['NF_IF']}.send_redirects") == "0"
     # the NF server is another host: the fixture asked for --nf-ct-liberal
+    assert e["NF_CT_LIBERAL"] == "1", e
     assert sysctl("nf", "net.netfilter.nf_conntrack_tcp_be_liberal") == "1"
+    assert e["OFFLOADS"] == "kernel", e
+    features = park.check("cli", "ethtool", "-k", e["CLI_IF"])
+    assert re.search(r"^tx-checksumming: on", features, re.M), features
+    assert re.search(r"^generic-segmentation-offload: on", features,
+                     re.M), features
     # Client -> slicer node -> NF server -> slicer node -> server: three
     # routers on the way, and the NF's counter sees request and reply.
     p0 = park.nf_in()[0]
@@ -316,46 +333,74 @@ def test_park_goodput_over_link(park, sliced):
             assert res["sha256"] == expected_sha256(count)
 
 
-PARK_DELAY_US = 2000  # --nf-delay of the delay-line test
+PARK_DELAY_US = 2000  # --nf-delay of the delay-line tests
+
+
+def delay_line_flow(offloads):
+    """Build park --nf-delay with OFFLOADS, check the RTT, send a sliced
+    UDP flow through the line and check it and `down`'s report. The report
+    is removed whatever happens (conftest.py's leftover check)."""
+    topo = Topo("park", name("pkd"), "--offloads", offloads, "--rate",
+                PARK_RATE, "--nf-delay", PARK_DELAY_US)
+    # `down` leaves the line's report for its reader: us.
+    report = Path(f"/run/nfslice-topo/park-{topo.prefix}.delay.json")
+    try:
+        try:
+            topo.up()
+            e = topo.env
+            assert Path(e["DELAY_REPORT"]) == report, e
+            pid = int(open(f"/run/nfslice-topo/park-{topo.prefix}.delay.pid").read())
+            # Request and reply each cross the line once: RTT >= 2 x delay.
+            out = topo.check("cli", "ping", "-c", "3", "-i", "0.2", "-W",
+                             "2", e["SRV_IP4"])
+            rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
+            assert len(rtts) == 3 and \
+                min(rtts) >= 2 * PARK_DELAY_US / 1000, out
+            topo.attach()
+            count = 1000
+            res = topo.udp_flow(count, 40 * 10**6)
+            st = topo.settled_stats()
+            topo.detach()
+            assert (res["received"], res["corrupt"]) == (count, 0), \
+                f"receiver {json.dumps(res)}, nfslice {json.dumps(st)}"
+            assert res["sha256"] == expected_sha256(count), res
+            assert st["sliced"] >= count, st
+            check_accounting(st)
+            assert (st["stale"], st["evicted"], st["bad_token"]) == \
+                (0, 0, 0), st
+        finally:
+            topo.teardown()
+        assert not os.path.exists(f"/proc/{pid}"), \
+            "down left nfslice-delay running"
+        rep = json.loads(report.read_text().strip().splitlines()[-1])
+    finally:
+        report.unlink(missing_ok=True)
+    assert rep["delay_us"] == PARK_DELAY_US, rep
+    assert rep["frames_in"] == rep["frames_out"] >= count, rep
+    assert (rep["dropped_full"], rep["dropped_big"], rep["left"]) == (0, 0, 0), rep
+    assert rep["hold_us"]["min"] >= PARK_DELAY_US, rep
 
 
 def test_park_nf_delay_line():
     """--nf-delay: every packet to the NF server waits in the delay line
     (build/nfslice-delay in the bump-in-the-wire namespace), sliced traffic
     still arrives intact, and `down` stops the line and leaves its report,
-    which counts every frame and no hold below the delay."""
-    # --offloads off: with the kernel's offloads no sliced header came
-    # back through the delay line (nfslice-delay's TAP path; unsliced
-    # traffic passes): a known limit of the instrument, see docs/topologies.md
-    topo = Topo("park", name("pkd"), "--offloads", "off", "--rate", PARK_RATE,
-                "--nf-delay",
-                PARK_DELAY_US)
-    try:
-        topo.up()
-        e = topo.env
-        pid = int(open(f"/run/nfslice-topo/park-{topo.prefix}.delay.pid").read())
-        # Request and reply each cross the line once: RTT >= 2 x delay.
-        out = topo.check("cli", "ping", "-c", "3", "-i", "0.2", "-W", "2",
-                         e["SRV_IP4"])
-        rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
-        assert len(rtts) == 3 and min(rtts) >= 2 * PARK_DELAY_US / 1000, out
-        topo.attach()
-        count = 1000
-        res = topo.udp_flow(count, 40 * 10**6)
-        st = topo.settled_stats()
-        topo.detach()
-        assert (res["received"], res["corrupt"]) == (count, 0), res
-        assert res["sha256"] == expected_sha256(count), res
-        assert st["sliced"] >= count, st
-        check_accounting(st)
-        assert (st["stale"], st["evicted"], st["bad_token"]) == (0, 0, 0), st
-    finally:
-        topo.teardown()
-    assert not os.path.exists(f"/proc/{pid}"), "down left nfslice-delay running"
-    with open(e["DELAY_REPORT"]) as fh:
-        rep = json.loads(fh.read().strip().splitlines()[-1])
-    os.unlink(e["DELAY_REPORT"])    # `down` leaves it for the reader: us
-    assert rep["delay_us"] == PARK_DELAY_US, rep
-    assert rep["frames_in"] == rep["frames_out"] >= count, rep
-    assert (rep["dropped_full"], rep["dropped_big"], rep["left"]) == (0, 0, 0), rep
-    assert rep["hold_us"]["min"] >= PARK_DELAY_US, rep
+    which counts every frame and no hold below the delay. With offloads off:
+    see test_park_nf_delay_line_kernel_offloads."""
+    delay_line_flow("off")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open datapath defect: a client's UDP is CHECKSUM_PARTIAL (TX checksum "
+    "offload); the slicer writes a complete UDP checksum into the sliced "
+    "header but the skb stays CHECKSUM_PARTIAL, so the TAP of the delay "
+    "line (no TX checksum offload: skb_checksum_help) sums it a second "
+    "time; the NF server sees a wrong checksum (tcpdump on nf0: bad udp "
+    "cksum 0x18d5, the same for every datagram; on slcnf: sum ok), its "
+    "conntrack marks it invalid and the ACL drops it: 0 of 1000 arrive, "
+    "sliced 1000, spliced 0. A NIC with TX checksum offload would do the "
+    "same on a real NF port."))
+def test_park_nf_delay_line_kernel_offloads():
+    """The delay line on the kernel's offloads: what the test above checks,
+    with CHECKSUM_PARTIAL senders (xfail: the defect in the reason)."""
+    delay_line_flow("kernel")
