@@ -70,6 +70,8 @@ def pytest_sessionfinish(session, exitstatus):
     if still:
         msg += "\ncould not remove:\n  " + "\n  ".join(still)
     if tr is not None:
+        tr.write("\n")
+        tr.write_sep("=", "leftovers", red=True)
         tr.write_line(msg, red=True)
     else:
         print(msg)
