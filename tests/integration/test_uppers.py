@@ -20,8 +20,8 @@ domain: nothing recovers short of removing the XDP program by hand. An
 upper without an XDP program does not block the removal.
 
 Asserted:
-- attach refuses an interface with a macvlan on it, naming the upper and
-  the interface, and leaves nothing behind;
+- attach refuses an interface with a macvlan or a vxlan (`dev d0`) on it,
+  naming the upper and the interface, and leaves nothing behind;
 - an upper added after attach, with or without an XDP program of its own:
   detach either removes everything (exit 0, no XDP and no splicer on d0/d1)
   or exits non-zero naming d0; in no case does a datagram arrive truncated
@@ -146,9 +146,10 @@ def leftovers(lab):
     return left
 
 
-@pytest.mark.parametrize("kind", ["macvlan"])
+@pytest.mark.parametrize("kind", ["macvlan", "vxlan"])
 def test_attach_refuses_upper(clean, kind):
-    """A macvlan on d0: attach fails, names up0 and d0, leaves nothing."""
+    """An upper on d0 (a macvlan, or a vxlan with `dev d0`): attach fails,
+    names up0 and d0, leaves nothing."""
     lab = clean
     add_upper(lab, kind)
     cp = lab.nfslice("dut", "attach", "d0", "d1")
