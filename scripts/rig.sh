@@ -60,28 +60,11 @@ EOF
 	exit 2
 }
 
-die() {
-	echo "$PROG: $*" >&2
-	exit 1
-}
-
-# A prefix becomes part of namespace names (and of /run/netns paths), so keep
-# it to a safe alphabet and short enough for the suffixes.
-check_prefix() {
-	local p=$1
-	[[ $p =~ ^[A-Za-z0-9][A-Za-z0-9_-]{0,19}$ ]] ||
-		usage "bad PREFIX '$p' (letters, digits, '-', '_'; 1-20 characters)"
-}
-
 set_names() {
 	PREFIX=$1
 	CLI_NS=$PREFIX-cli
 	DUT_NS=$PREFIX-dut
 	SRV_NS=$PREFIX-srv
-}
-
-ns_exists() {
-	[ -e "/run/netns/$1" ]
 }
 
 need_tools() {
@@ -90,8 +73,9 @@ need_tools() {
 		command -v "$t" >/dev/null || missing+=("$t")
 	done
 	[ ${#missing[@]} -eq 0 ] ||
-		die "missing ${missing[*]} (run scripts/install-deps.sh)"
-	[ "$(id -u)" -eq 0 ] || die "must run as root (creates network namespaces)"
+		topo_die "missing ${missing[*]} (run scripts/install-deps.sh)"
+	[ "$(id -u)" -eq 0 ] ||
+		topo_die "must run as root (creates network namespaces)"
 }
 
 cmd_down() {
@@ -101,7 +85,7 @@ cmd_down() {
 	# to its interfaces. Processes still running inside keep the namespace
 	# alive; whoever started them must end them (demo.sh does, by PID).
 	for ns in "$CLI_NS" "$DUT_NS" "$SRV_NS"; do
-		if ns_exists "$ns"; then
+		if topo_ns_exists "$ns"; then
 			ip netns delete "$ns" 2>/dev/null ||
 				echo "$PROG: could not delete namespace $ns" >&2
 		fi
@@ -192,7 +176,8 @@ up_failed() {
 
 cmd_up() {
 	need_tools
-	if ns_exists "$CLI_NS" || ns_exists "$DUT_NS" || ns_exists "$SRV_NS"; then
+	if topo_ns_exists "$CLI_NS" || topo_ns_exists "$DUT_NS" ||
+		topo_ns_exists "$SRV_NS"; then
 		echo "$PROG: rig '$PREFIX' exists; rebuilding it" >&2
 		cmd_down
 	fi
@@ -242,33 +227,23 @@ readonly NFT_FAMILY=inet NFT_TABLE=nfsl_fw NFT_COUNTER=nf_in
 
 main() {
 	[ $# -ge 1 ] || usage "missing command"
-	local cmd=$1 prefix=
+	local cmd=$1
 	shift
 	case $cmd in
 	up | down | env) ;;
 	-h | --help | help) usage ;;
 	*) usage "unknown command '$cmd'" ;;
 	esac
+	TOPO_PREFIX=
 	while [ $# -gt 0 ]; do
-		case $1 in
-		--offloads)
-			[ "$cmd" = up ] || usage "--offloads is an option of up"
-			[ $# -ge 2 ] || usage "$1 needs a value"
-			topo_set_offloads "$2"
-			shift
-			;;
-		-h | --help) usage ;;
-		-*) usage "unknown option '$1'" ;;
-		*)
-			[ -z "$prefix" ] || usage "too many arguments ('$prefix' and '$1')"
-			prefix=$1
-			;;
-		esac
-		shift
+		[ "$1" != --offloads ] || [ "$cmd" = up ] ||
+			usage "--offloads is an option of up"
+		# --offloads, help, unknown options, PREFIX
+		topo_parse_common "$@"
+		shift "$TOPO_NARGS"
 	done
-	prefix=${prefix:-nfsl}
-	check_prefix "$prefix"
-	set_names "$prefix"
+	topo_check_prefix "${TOPO_PREFIX:-nfsl}"
+	set_names "${TOPO_PREFIX:-nfsl}"
 	case $cmd in
 	up) cmd_up ;;
 	down) cmd_down ;;

@@ -17,6 +17,9 @@ topo_die() {
 	exit 1
 }
 
+# topo_check_prefix PREFIX: a prefix becomes part of namespace names (and of
+# /run/netns paths), so keep it to a safe alphabet and short enough for the
+# suffixes.
 topo_check_prefix() {
 	[[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9_-]{0,19}$ ]] ||
 		usage "bad PREFIX '$1' (letters, digits, '-', '_'; 1-20 characters)"
@@ -113,6 +116,51 @@ topo_offloads() {
 	[ "$TOPO_OFFLOADS" = off ] || return 0
 	ip netns exec "$ns" ethtool -K "$dev" tx off tso off gso off gro off \
 		>/dev/null 2>&1 || topo_die "ethtool -K $dev in $ns failed"
+}
+
+# The part of the up/env command line every rig script shares. A script's
+# option loop empties TOPO_PREFIX, handles its own options and hands every
+# other argument to topo_parse_common:
+#
+#	TOPO_PREFIX=
+#	while [ $# -gt 0 ]; do
+#		case $1 in
+#		--own-flag) OWN=1 ;;
+#		*)
+#			topo_parse_common "$@"
+#			shift "$TOPO_NARGS"
+#			continue
+#			;;
+#		esac
+#		shift
+#	done
+#	PREFIX=${TOPO_PREFIX:-default}
+TOPO_PREFIX=
+TOPO_NARGS=0
+
+# topo_parse_common ARG [NEXT...]: take ARG (and its value) off the command
+# line and set TOPO_NARGS to how many arguments that was (1 or 2):
+#   --offloads MODE  topo_set_offloads MODE
+#   -h, --help       usage
+#   -*               usage "unknown option"
+#   PREFIX           TOPO_PREFIX=PREFIX; a second one is "too many arguments"
+# shellcheck disable=SC2034 # TOPO_NARGS is the caller's
+topo_parse_common() {
+	case $1 in
+	--offloads)
+		[ $# -ge 2 ] || usage "$1 needs a value"
+		topo_set_offloads "$2"
+		TOPO_NARGS=2
+		;;
+	-h | --help) usage ;;
+	-*) usage "unknown option '$1'" ;;
+	*)
+		[ -z "$TOPO_PREFIX" ] ||
+			usage "too many arguments ('$TOPO_PREFIX' and '$1')"
+		TOPO_PREFIX=$1
+		TOPO_NARGS=1
+		;;
+	esac
 }
 
 # topo_online_cpus: the online CPU numbers, one per line.

@@ -71,7 +71,7 @@ parse_opts() {
 	SLICER_CPU=0
 	NF_CPU=1
 	CPU_COUNTERS=1
-	local prefix=
+	TOPO_PREFIX=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--slicer-cpu | --nf-cpu)
@@ -85,22 +85,17 @@ parse_opts() {
 			shift
 			;;
 		--no-cpu-counters) CPU_COUNTERS=0 ;;
-		--offloads)
-			[ $# -ge 2 ] || usage "$1 needs a value"
-			topo_set_offloads "$2"
-			shift
-			;;
-		-h | --help) usage ;;
-		-*) usage "unknown option '$1'" ;;
 		*)
-			[ -z "$prefix" ] || usage "too many arguments ('$prefix' and '$1')"
-			prefix=$1
+			# --offloads, help, unknown options, PREFIX
+			topo_parse_common "$@"
+			shift "$TOPO_NARGS"
+			continue
 			;;
 		esac
 		shift
 	done
-	topo_check_prefix "${prefix:-nfin}"
-	PREFIX=${prefix:-nfin}
+	topo_check_prefix "${TOPO_PREFIX:-nfin}"
+	PREFIX=${TOPO_PREFIX:-nfin}
 	STATE=$TOPO_STATE_DIR/$TOPO-$PREFIX.env
 	[ "$SLICER_CPU" -ne "$NF_CPU" ] ||
 		usage "--slicer-cpu and --nf-cpu are both $NF_CPU: the point is two different CPUs"

@@ -151,7 +151,7 @@ parse_opts() {
 	NF_DELAY_US=
 	DELAY_CPU=
 	NF_CT_LIBERAL=0
-	local prefix=
+	TOPO_PREFIX=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--rate | --burst | --limit | --overhead)
@@ -176,22 +176,17 @@ parse_opts() {
 			;;
 		--no-nat) NF_NAT=0 ;;
 		--nf-ct-liberal) NF_CT_LIBERAL=1 ;;
-		--offloads)
-			[ $# -ge 2 ] || usage "$1 needs a value"
-			topo_set_offloads "$2"
-			shift
-			;;
-		-h | --help) usage ;;
-		-*) usage "unknown option '$1'" ;;
 		*)
-			[ -z "$prefix" ] || usage "too many arguments ('$prefix' and '$1')"
-			prefix=$1
+			# --offloads, help, unknown options, PREFIX
+			topo_parse_common "$@"
+			shift "$TOPO_NARGS"
+			continue
 			;;
 		esac
 		shift
 	done
-	topo_check_prefix "${prefix:-nfpk}"
-	set_names "${prefix:-nfpk}"
+	topo_check_prefix "${TOPO_PREFIX:-nfpk}"
+	set_names "${TOPO_PREFIX:-nfpk}"
 
 	LINK_RATE=${LINK_RATE,,}
 	LINK_RATE_BPS=$(rate_bps "$LINK_RATE") ||
