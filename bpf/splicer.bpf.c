@@ -82,9 +82,9 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	__u32 gen, len, tok_off, cur_l4, new_l3, mtu;
+	__u32 gen, len, tok_off, cur_l4, new_l3, mtu, pseudo;
 	bool udp = p->proto == IPPROTO_UDP, hint = p->dscp == NFSL_DSCP_SLICED;
-	__u16 *csum_field, csum, tsum, psum;
+	__u16 *csum_field, csum, tsum, psum, ip_csum;
 	struct nfsl_slot *s = NULL;
 	struct nfsl_token tok;
 	__u8 flags;
@@ -120,6 +120,12 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 		/* The original had no UDP checksum, or the NF cleared it
 		 * (legal for IPv4, RFC 768): none it is. */
 		csum = 0;
+	} else if ((flags & NFSL_SLOT_F_PARTIAL) &&
+		   !nfsl_pseudo_sum(data, data_end, p, &pseudo, &ip_csum) &&
+		   csum == nfsl_csum_seed(pseudo, cur_l4)) {
+		/* Still to be computed (no device on the way did it; NAT kept
+		 * the seed up to date): the seed of the spliced length. */
+		csum = nfsl_csum_seed(pseudo, cur_l4 - NFSL_TOKEN_LEN + len);
 	} else {
 		tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
 				    tok_off - p->l4off);

@@ -48,6 +48,10 @@
  * slice then splice is byte-exact (RFC 1624 §3). */
 #define NFSL_SLOT_F_L4FFFF 0x8
 #define NFSL_SLOT_F_IPFFFF 0x10
+/* Parked from a packet whose L4 checksum was still to be computed
+ * (CHECKSUM_PARTIAL: the field held the pseudo-header seed); the slot's
+ * csum is the parked bytes' real sum. */
+#define NFSL_SLOT_F_PARTIAL 0x20
 
 /* Interface flags kept in the config for detach. */
 #define NFSL_IF_SKB_MODE 0x1      /* XDP attached in generic (skb) mode */

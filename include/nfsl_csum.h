@@ -121,6 +121,16 @@ NFSL_INLINE __u16 nfsl_csum_final(__u16 c, bool udp)
 }
 
 /*
+ * nfsl_csum_seed - what the L4 checksum field holds while the checksum is
+ * still to be computed (Linux CHECKSUM_PARTIAL: ~csum_tcpudp_magic(), the
+ * folded pseudo-header sum): @pseudo without its length word, @l4len bytes.
+ */
+NFSL_INLINE __u16 nfsl_csum_seed(__u32 pseudo, __u32 l4len)
+{
+	return nfsl_csum_fold(nfsl_csum_add(pseudo, nfsl_htons(l4len)));
+}
+
+/*
  * nfsl_slice_csum - L4 checksum of the sliced packet.
  * @pseudo:   sum of the pseudo-header without its length word (addresses and
  *            protocol)

@@ -62,4 +62,30 @@ NFSL_INLINE void nfsl_l4_rewrite(void *l4, __u8 proto, __u32 l4len, __u16 csum)
 	}
 }
 
+/* Sum of the pseudo-header without its length word (RFC 768/793/8200),
+ * in registers straight from the packet; and the IPv4 header checksum
+ * (0 for IPv6). */
+NFSL_INLINE int nfsl_pseudo_sum(void *data, void *data_end,
+				  const struct nfsl_pkt *p, __u32 *sum, __u16 *ip_csum)
+{
+	__u32 s = nfsl_htons(p->proto);
+
+	if (p->v6) {
+		struct ipv6hdr *ip6 = data + p->l3off;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return -1;
+		*sum = nfsl_csum_words(&ip6->saddr, 8, s);
+		*ip_csum = 0;
+	} else {
+		struct iphdr *iph = data + p->l3off;
+
+		if ((void *)(iph + 1) > data_end)
+			return -1;
+		*sum = nfsl_csum_words(&iph->saddr, 2, s);
+		*ip_csum = iph->check;
+	}
+	return 0;
+}
+
 #endif /* NFSL_HDR_H */

@@ -252,15 +252,6 @@ def test_nonlinear_header_spliced(lab, v, keep, ip_opts, split):
         assert stats.get(k, 0) == 0, f"{k}: " + msg
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open datapath defect (README, CHECKSUM_PARTIAL): a socket's UDP on veth "
-    "is CHECKSUM_PARTIAL; the slicer writes a full checksum into the sliced "
-    "header but the skb stays CHECKSUM_PARTIAL, so the TAP towards the NF "
-    "(no TX checksum offload: skb_checksum_help) sums it a second time; the "
-    "header written back carries the wrong checksum and the splicer's "
-    "incremental update keeps it wrong: 100 of 100 datagrams dropped by the "
-    "server's UDP checksum check (InCsumErrors 100), sliced 100, spliced "
-    "100 (IPv4), on 027b010 and 68a6538; without nfslice all 100 arrive"))
 @pytest.mark.parametrize("v,keep", [pytest.param(4, 0, id="ipv4-keep0"),
                                     pytest.param(6, 192, id="ipv6-keep192")])
 def test_socket_sender_via_remote_nf(lab, v, keep):

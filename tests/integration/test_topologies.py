@@ -390,17 +390,8 @@ def test_park_nf_delay_line():
     delay_line_flow("off")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open datapath defect: a client's UDP is CHECKSUM_PARTIAL (TX checksum "
-    "offload); the slicer writes a complete UDP checksum into the sliced "
-    "header but the skb stays CHECKSUM_PARTIAL, so the TAP of the delay "
-    "line (no TX checksum offload: skb_checksum_help) sums it a second "
-    "time; the NF server sees a wrong checksum (tcpdump on nf0: bad udp "
-    "cksum 0x18d5, the same for every datagram; on slcnf: sum ok), its "
-    "conntrack marks it invalid and the ACL drops it: 0 of 1000 arrive, "
-    "sliced 1000, spliced 0. A NIC with TX checksum offload would do the "
-    "same on a real NF port."))
 def test_park_nf_delay_line_kernel_offloads():
     """The delay line on the kernel's offloads: what the test above checks,
-    with CHECKSUM_PARTIAL senders (xfail: the defect in the reason)."""
+    with CHECKSUM_PARTIAL senders: the slicer gives the sliced header its
+    own length's seed, so the delay line's TAP completes a right checksum."""
     delay_line_flow("kernel")
