@@ -49,7 +49,7 @@ bench-bpf:
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench
 
-unit: bpf
+unit: bpf lib
 	$(Q)$(MAKE) -C tests/unit
 
 deps:

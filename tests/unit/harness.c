@@ -20,6 +20,9 @@
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
+#include "domain.h"
+#include "log.h"
+#include "util.h"
 
 struct harness H;
 const __u64 h_key[2] = { 0x8a3f1c5e9b2d4f60ULL, 0x17e4b2a9c6d85f31ULL };
@@ -28,21 +31,11 @@ const __u8 h_mac_in[6] = { 2, 0, 0, 0, 0, 2 };
 static struct slicer_bpf *h_sl;
 static struct splicer_bpf *h_sp;
 
-static int h_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
-{
-	if (lvl != LIBBPF_WARN)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
 void h_pin(int cpu)
 {
-	cpu_set_t set;
+	int err = nfsl_pin_cpu(cpu);
 
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0,
-		     "cannot pin to CPU %d: %s", cpu, strerror(errno));
+	cr_assert_eq(err, 0, "cannot pin to CPU %d: %s", cpu, strerror(-err));
 	H.cpu = cpu;
 }
 
@@ -103,7 +96,7 @@ void h_setup(void)
 	h_pin_first();
 	cr_assert_eq(H_STORE_SLOTS % H.ncpus, 0, "store does not split in %d",
 		     H.ncpus);
-	libbpf_set_print(h_print);
+	nfsl_log_init(NFSL_LOG_WARN);
 
 	h_sl = slicer_bpf__open();
 	cr_assert_not_null(h_sl, "cannot open the slicer object");
@@ -236,16 +229,7 @@ int h_splice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
 
 void h_counters(struct nfsl_counters *c)
 {
-	struct nfsl_counters per[NFSL_MAX_CPUS];
-	__u32 zero = 0;
-
-	cr_assert_eq(bpf_map_lookup_elem(H.counters, &zero, per), 0);
-	memset(c, 0, sizeof(*c));
-	for (int i = 0; i < H.ncpus; i++) {
-#define H_X_SUM(name) c->name += per[i].name;
-		NFSL_COUNTERS(H_X_SUM)
-#undef H_X_SUM
-	}
+	cr_assert_eq(nfsl_counters_sum(H.counters, c), 0);
 }
 
 bool h_expect_counters(const struct nfsl_counters *want, const char *what)
