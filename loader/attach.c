@@ -182,15 +182,15 @@ static void detach_tc(const struct nfsl_iface *ifc)
 static int gro_off(struct nfsl_iface *ifc, const char *ifname)
 {
 	for (size_t i = 0; i < sizeof(gro_features) / sizeof(gro_features[0]); i++) {
-		int on = nfsl_if_feature(ifname, gro_features[i].name, -1);
+		int err, on = nfsl_if_feature(ifname, gro_features[i].name, -1);
 
 		if (on == -ENOENT || on == -EOPNOTSUPP || on == 0)
 			continue; /* the kernel or driver has no such merge */
-		if (on < 0 || nfsl_if_feature(ifname, gro_features[i].name, 0))
+		err = on < 0 ? on : nfsl_if_feature(ifname, gro_features[i].name, 0);
+		if (err)
 			return nfsl_err("cannot turn %s off on %s: %s (it would merge "
 					"sliced datagrams the splicer cannot splice)",
-					gro_features[i].name, ifname,
-					strerror(on < 0 ? -on : errno));
+					gro_features[i].name, ifname, strerror(-err));
 		ifc->flags |= gro_features[i].flag;
 		fprintf(stderr, "nfslice: note: %s turned off on %s while the domain "
 			"is attached (GRO would merge sliced datagrams)\n",
