@@ -521,6 +521,14 @@ static int add_iface(struct nfsl_config *cfg, const char *name, __u32 flags)
 	if (err < 0)
 		return nfsl_err("cannot list the devices stacked on '%s': %s", name,
 				strerror(-err));
+	err = nfsl_if_lower(ifindex);
+	if (err > 0 && nfsl_slicer_attached(err, &prog_id)) {
+		if_indextoname(err, upper);
+		return nfsl_err("interface '%s' sits on '%s', which belongs to a slicing "
+				"domain: its frames pass that slicer first, and its XDP "
+				"program would keep the kernel from ever removing it. "
+				"Attach only one of them", name, upper);
+	}
 	err = nfsl_if_mac(name, ifc->mac);
 	if (err)
 		return nfsl_err("cannot read the MAC address of '%s': %s", name,

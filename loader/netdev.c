@@ -153,10 +153,10 @@ static void linkinfo(struct rtattr *info, bool *veth, int *vxlan_link)
  * Walk every link of this namespace (RTM_GETLINK dump) and name the first
  * that sits on @ifindex: a link whose IFLA_LINK is @ifindex in the same
  * namespace (macvlan, ipvlan, vlan, veth peers excepted), a vxlan over
- * it (IFLA_VXLAN_LINK), or the master
- * @ifindex is enslaved to (bridge, bond).
+ * it (IFLA_VXLAN_LINK), or the master @ifindex is enslaved to (bridge,
+ * bond); with @lower, also the device @ifindex itself sits on.
  */
-int nfsl_if_upper(int ifindex, char *upper, size_t len)
+static int link_walk(int ifindex, char *upper, size_t len, int *lower)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -213,6 +213,9 @@ int nfsl_if_upper(int ifindex, char *upper, size_t len)
 				else if (a->rta_type == IFLA_LINKINFO)
 					linkinfo(a, &veth, &vxlan_link);
 			}
+			if (ifi->ifi_index == ifindex && lower && !other_ns &&
+			    !veth && (link || vxlan_link))
+				*lower = link ? link : vxlan_link;
 			if (found || !name)
 				continue;
 			/* a veth's IFLA_LINK is its peer, not a lower device */
@@ -256,4 +259,17 @@ int nfsl_sysctl(const char *path, int *old, int val)
 out:
 	close(fd);
 	return err;
+}
+
+int nfsl_if_upper(int ifindex, char *upper, size_t len)
+{
+	return link_walk(ifindex, upper, len, NULL);
+}
+
+int nfsl_if_lower(int ifindex)
+{
+	char upper[IF_NAMESIZE];
+	int lower = 0, err = link_walk(ifindex, upper, sizeof(upper), &lower);
+
+	return err < 0 ? err : lower;
 }

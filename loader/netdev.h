@@ -31,6 +31,10 @@ int nfsl_if_feature(const char *ifname, const char *name, int set);
  */
 int nfsl_if_upper(int ifindex, char *upper, size_t len);
 
+/* nfsl_if_lower - the device @ifindex is stacked on (a macvlan's, ipvlan's,
+ * vlan's or vxlan's lower device in this namespace), 0 when none. */
+int nfsl_if_lower(int ifindex);
+
 /*
  * nfsl_sysctl - read the integer sysctl at @path (/proc/sys/...: the
  * caller's network namespace for net.*) into *@old (if not NULL) and, when
