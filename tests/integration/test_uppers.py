@@ -164,6 +164,28 @@ def test_attach_refuses_upper(clean, kind):
     assert status.returncode != 0, "a refused attach left a domain"
 
 
+@pytest.mark.parametrize("kind", ["macvlan", "vxlan"])
+def test_attach_refuses_upper_of_a_domain(clean, kind):
+    """A second domain on up0 while d0 (its lower) is in a domain: refused,
+    naming up0 and d0 (its XDP program would make d0's slicer unremovable);
+    the first domain is untouched and still detaches."""
+    lab = clean
+    cp = lab.nfslice("dut", "attach", "d0", "d1")
+    assert cp.returncode == 0, cp.stderr
+    try:
+        add_upper(lab, kind)
+        cp = lab.nfslice("dut", "attach", "--name", "upper", "--mode", "skb",
+                         "up0")
+        assert cp.returncode == 1, cp.stdout + cp.stderr
+        assert "'up0' sits on 'd0'" in cp.stderr, cp.stderr
+        assert lab.link("dut", "up0").get("xdp") is None
+    finally:
+        lab.ip("dut", "link", "del", "up0", check=False)
+        cp = lab.nfslice("dut", "detach")
+    assert cp.returncode == 0, cp.stderr
+    assert not leftovers(lab)
+
+
 @pytest.mark.parametrize("kind,foreign_xdp", [
     pytest.param("macvlan", False, id="macvlan"),
     pytest.param("macvlan", True, id="macvlan-with-xdp"),
