@@ -1,21 +1,76 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Messages and stop signals of the nfslice tools: see cli.h. */
+/* Messages, JSON errors and stop signals of the nfslice tools: see cli.h. */
+#define _GNU_SOURCE
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "json_writer.h"
+
+static bool json_errors;
+static char *collected; /* messages so far, "; "-separated */
 
 int nfsl_msg(const char *prefix, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (json_errors) {
+		size_t old = collected ? strlen(collected) : 0;
+		char *msg = NULL, *grown;
+		int n;
+
+		va_start(ap, fmt);
+		n = vasprintf(&msg, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return -1;
+		grown = realloc(collected, old + (old ? 2 : 0) + n + 1);
+		if (grown) {
+			sprintf(grown + old, "%s%s", old ? "; " : "", msg);
+			collected = grown;
+		}
+		free(msg);
+		return -1;
+	}
 	fputs(prefix, stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	return -1;
+}
+
+void nfsl_msg_json(bool on)
+{
+	json_errors = on;
+}
+
+int nfsl_msg_json_flush(int code)
+{
+	struct json_writer w;
+
+	if (!json_errors || !collected)
+		return code;
+	jsonw_init(&w, stdout);
+	jsonw_start_object(&w);
+	jsonw_string_field(&w, "error", collected);
+	jsonw_int_field(&w, "code", code);
+	jsonw_end_object(&w);
+	fflush(stdout);
+	free(collected);
+	collected = NULL;
+	return code;
+}
+
+bool nfsl_argv_has(int argc, char **argv, const char *opt)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], opt))
+			return true;
+	return false;
 }
 
 void nfsl_catch_stop_signals(void (*handler)(int))

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "params.h"
+#include "version.h"
 
 /* Is @cmd the program itself (nfslice-pktgen), not a subcommand? */
 static bool is_prog_cmd(const struct nfsl_prog *prog)
@@ -87,6 +88,35 @@ static void man_options(FILE *f, const struct nfsl_cmd *cmd)
 		roff(f, o->help);
 	}
 	fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow the usage and the options\n", f);
+	if (cmd->prog)
+		fputs(".TP\n\\fB\\-\\-version\\fR\nshow the version\n", f);
+}
+
+/* "  0  done\n  1  ...": one .TP entry per line, code in bold. */
+static void man_exit_status(FILE *f, const char *text)
+{
+	const char *s = text;
+
+	fputs(".SH EXIT STATUS\n", f);
+	while (*s) {
+		const char *eol = strchr(s, '\n');
+		size_t n = eol ? (size_t)(eol - s) : strlen(s);
+		char line[512], *p = line, *code;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), s);
+		while (*p == ' ')
+			p++;
+		code = p;
+		while (*p && *p != ' ')
+			p++;
+		if (*p)
+			*p++ = '\0';
+		while (*p == ' ')
+			p++;
+		fprintf(f, ".TP\n.B %s\n", code);
+		roff(f, p);
+		s += n + (eol ? 1 : 0);
+	}
 }
 
 void nfsl_man(const struct nfsl_prog *prog, FILE *f)
@@ -98,7 +128,8 @@ void nfsl_man(const struct nfsl_prog *prog, FILE *f)
 	fputs(" --man': do not edit.\n.TH \"", f);
 	man_upper(f, prog->name);
 	/* Left-aligned, no hyphenation: option names and paths stay whole. */
-	fputs("\" 8 \"\" \"nfslice\" \"System Administration\"\n.ad l\n.nh\n.SH NAME\n", f);
+	fprintf(f, "\" 8 \"\" \"nfslice %s\" \"System Administration\"\n.ad l\n.nh\n.SH NAME\n",
+		nfsl_version());
 	roff(f, prog->name);
 	fputs("\\- ", f);
 	roff(f, prog->summary);
@@ -108,7 +139,11 @@ void nfsl_man(const struct nfsl_prog *prog, FILE *f)
 	} else {
 		fputs(".B ", f);
 		roff(f, prog->name);
-		fputs("\\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n", f);
+		fputs("\\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n.br\n.B ", f);
+		roff(f, prog->name);
+		fputs(".B help\n\\fICOMMAND\\fR\n.br\n.B ", f);
+		roff(f, prog->name);
+		fputs("\\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR\n", f);
 	}
 	fputs(".SH DESCRIPTION\n", f);
 	roff(f, prog->description);
@@ -130,6 +165,8 @@ void nfsl_man(const struct nfsl_prog *prog, FILE *f)
 			man_options(f, cmd);
 		}
 	}
+	if (prog->exit_status)
+		man_exit_status(f, prog->exit_status);
 	if (prog->env && prog->env[0]) {
 		fputs(".SH ENVIRONMENT\n", f);
 		for (size_t i = 0; prog->env[i]; i += 2) {
@@ -194,7 +231,7 @@ static void comp_cmd(FILE *f, const struct nfsl_cmd *cmd, const char *in)
 	fprintf(f, "%sCOMPREPLY=($(compgen -W \"", in);
 	for (o = cmd->opts; o && o->name; o++)
 		fprintf(f, "--%s ", o->name);
-	fputs("--help\" -- \"$cur\"))\n", f);
+	fputs(cmd->prog ? "--help --version\" -- \"$cur\"))\n" : "--help\" -- \"$cur\"))\n", f);
 	if (cmd->max_args && comp_words(cmd->args))
 		fprintf(f, "%selse\n%s\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n%sfi\n", in, in,
 			comp_words(cmd->args), in);
@@ -222,8 +259,12 @@ void nfsl_bash_completion(const struct nfsl_prog *prog, FILE *f)
 		fputs("\tif ((COMP_CWORD == 1)); then\n\t\tCOMPREPLY=($(compgen -W \"", f);
 		for (i = 0; i < prog->ncmds; i++)
 			fprintf(f, "%s ", prog->cmds[i]->name);
-		fputs("help --help\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
-		      "\tcase ${COMP_WORDS[1]} in\n", f);
+		fputs("help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
+		      "\tcase ${COMP_WORDS[1]} in\n\thelp)\n"
+		      "\t\t((COMP_CWORD == 2)) && COMPREPLY=($(compgen -W \"", f);
+		for (i = 0; i < prog->ncmds; i++)
+			fprintf(f, "%s%s", i ? " " : "", prog->cmds[i]->name);
+		fputs("\" -- \"$cur\"))\n\t\t;;\n", f);
 		for (i = 0; i < prog->ncmds; i++) {
 			fprintf(f, "\t%s)\n", prog->cmds[i]->name);
 			comp_cmd(f, prog->cmds[i], "\t\t");

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "params.h"
+#include "version.h"
 
 /* "nfslice attach" for a subcommand, else the program's own name. */
 static const char *label(const struct nfsl_cmd *cmd)
@@ -47,26 +49,30 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 		v = strtoull(arg, &end, 0);
 		if (errno || end == arg || *end || arg[0] == '-' ||
 		    v < o->min || v > o->max) {
-			fprintf(stderr,
-				"%s: --%s '%s' is not valid: give a whole number of %s from %u to %u\n",
-				label(cmd), o->name, arg, o->metavar, o->min, o->max);
+			nfsl_msg("", "%s: --%s '%s' is not valid: give a whole number of %s from %u to %u",
+				 label(cmd), o->name, arg, o->metavar, o->min, o->max);
 			return -EINVAL;
 		}
 		*(__u32 *)field = (__u32)v;
 		return 0;
-	case NFSL_OPT_ENUM:
+	case NFSL_OPT_ENUM: {
+		char list[256];
+		size_t used = 0;
+
 		for (int i = 0; o->choices[i]; i++) {
 			if (!strcmp(arg, o->choices[i])) {
 				*(int *)field = i;
 				return 0;
 			}
 		}
-		fprintf(stderr, "%s: --%s '%s' is not valid: choose one of",
-			label(cmd), o->name, arg);
-		for (int i = 0; o->choices[i]; i++)
-			fprintf(stderr, "%s %s", i ? "," : "", o->choices[i]);
-		fputc('\n', stderr);
+		list[0] = '\0';
+		for (int i = 0; o->choices[i] && used < sizeof(list); i++)
+			used += snprintf(list + used, sizeof(list) - used, "%s %s",
+					 i ? "," : "", o->choices[i]);
+		nfsl_msg("", "%s: --%s '%s' is not valid: choose one of%s",
+			 label(cmd), o->name, arg, list);
 		return -EINVAL;
+	}
 	}
 	return -EINVAL;
 }
@@ -74,14 +80,14 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		   void *opts, int *first)
 {
-	struct option lopts[NFSL_MAX_OPTS + 4] = {};
+	struct option lopts[NFSL_MAX_OPTS + 5] = {};
 	size_t n = nr_opts(cmd);
 	unsigned int npos;
 	int c, idx;
 
 	if (n > NFSL_MAX_OPTS) {
-		fprintf(stderr, "%s: option table has %zu entries, more than %d\n",
-			label(cmd), n, NFSL_MAX_OPTS);
+		nfsl_msg("", "%s: option table has %zu entries, more than %d",
+			 label(cmd), n, NFSL_MAX_OPTS);
 		return -EINVAL;
 	}
 	memcpy(opts, cmd->defaults, cmd->opts_size);
@@ -93,9 +99,11 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 	}
 	lopts[n].name = "help";
 	lopts[n].val = 'h';
-	if (cmd->prog) { /* hidden: what make install generates */
-		lopts[n + 1] = (struct option){ "man", no_argument, NULL, 'M' };
-		lopts[n + 2] = (struct option){ "bash-completion", no_argument, NULL, 'B' };
+	if (cmd->prog) {
+		lopts[n + 1] = (struct option){ "version", no_argument, NULL, 'V' };
+		/* hidden: what make install generates */
+		lopts[n + 2] = (struct option){ "man", no_argument, NULL, 'M' };
+		lopts[n + 3] = (struct option){ "bash-completion", no_argument, NULL, 'B' };
 	}
 
 	optind = 1;
@@ -105,10 +113,15 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 			nfsl_cmd_help(cmd, stdout);
 			return 1;
 		}
+		if (c == 'V') {
+			nfsl_print_version(cmd->prog, stdout);
+			return 1;
+		}
 		if (c == 'M' || c == 'B') {
 			const struct nfsl_prog prog = {
 				.name = cmd->prog, .summary = cmd->summary,
 				.description = cmd->description, .env = cmd->env,
+				.exit_status = cmd->exit_status,
 				.see_also = cmd->see_also, .cmds = &cmd, .ncmds = 1,
 			};
 
@@ -124,12 +137,12 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 			continue;
 		}
 		if (c == ':')
-			fprintf(stderr, "%s: option %s needs a value\n",
-				label(cmd), argv[optind - 1]);
+			nfsl_msg("", "%s: option %s needs a value", label(cmd),
+				 argv[optind - 1]);
 		else
-			fprintf(stderr, "%s: unknown option '%s'\n",
-				label(cmd), argv[optind - 1]);
-		fprintf(stderr, "See '%s --help'.\n", label(cmd));
+			nfsl_msg("", "%s: unknown option '%s'", label(cmd),
+				 argv[optind - 1]);
+		nfsl_msg("", "See '%s --help'.", label(cmd));
 		return -EINVAL;
 	}
 	/* getopt_long permuted the positional arguments to the end. */
@@ -137,13 +150,12 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 	npos = argc - optind;
 	if (npos < cmd->min_args || npos > cmd->max_args) {
 		if (npos < cmd->min_args)
-			fprintf(stderr, "%s: missing %s\n", label(cmd),
-				cmd->args);
+			nfsl_msg("", "%s: missing %s", label(cmd), cmd->args);
 		else
-			fprintf(stderr, "%s: unexpected argument '%s'\n",
-				label(cmd), argv[optind + cmd->max_args]);
-		fprintf(stderr, "Usage: %s [OPTIONS]%s%s\n", label(cmd),
-			cmd->args ? " " : "", cmd->args ? cmd->args : "");
+			nfsl_msg("", "%s: unexpected argument '%s'", label(cmd),
+				 argv[optind + cmd->max_args]);
+		nfsl_msg("", "Usage: %s [OPTIONS]%s%s", label(cmd),
+			 cmd->args ? " " : "", cmd->args ? cmd->args : "");
 		return -EINVAL;
 	}
 	return 0;
@@ -166,15 +178,23 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 		fprintf(f, "  %-24s %s\n", left, o->help);
 	}
 	fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
+	if (cmd->prog)
+		fprintf(f, "  %-24s %s\n", "--version", "show the version");
+	if (cmd->exit_status)
+		fprintf(f, "\nExit status:\n%s\n", cmd->exit_status);
 }
 
 void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
 {
-	fprintf(f, "Usage: %s COMMAND [OPTIONS] [ARGS]\n\n%s\n\nCommands:\n",
-		prog->name, prog->description);
+	fprintf(f, "Usage: %s COMMAND [OPTIONS] [ARGS]\n"
+		   "       %s help COMMAND | --help | --version\n\n%s\n\nCommands:\n",
+		prog->name, prog->name, prog->description);
 	for (size_t i = 0; i < prog->ncmds; i++)
 		fprintf(f, "  %-8s %s\n", prog->cmds[i]->name, prog->cmds[i]->summary);
-	fprintf(f, "\nSee '%s COMMAND --help'.\n", prog->name);
+	fprintf(f, "\nSee '%s help COMMAND' (or '%s COMMAND --help').\n",
+		prog->name, prog->name);
+	if (prog->exit_status)
+		fprintf(f, "\nExit status:\n%s\n", prog->exit_status);
 	if (prog->env && prog->env[0])
 		fprintf(f, "\nEnvironment:\n");
 	for (size_t i = 0; prog->env && prog->env[i]; i += 2)

@@ -42,6 +42,7 @@ struct nfsl_cmd {
 	size_t opts_size;
 	const void *defaults;
 	/* A program's own command (.prog set) only, for its man page: */
+	const char *exit_status; /* the exit codes, one per line: "  0  done" */
 	const char *const *env; /* pairs NAME, meaning; NULL-terminated */
 	const char *see_also;   /* e.g. "nfslice(8)" */
 };
@@ -55,6 +56,7 @@ struct nfsl_prog {
 	const char *name;
 	const char *summary;     /* one line */
 	const char *description; /* paragraph(s) */
+	const char *exit_status; /* the exit codes, one per line: "  0  done" */
 	const char *const *env;  /* pairs NAME, meaning; NULL-terminated */
 	const char *see_also;
 	const struct nfsl_cmd *const *cmds;
@@ -68,10 +70,11 @@ struct nfsl_prog {
  * nfsl_cmd_parse - parse @argv (argv[0] is the command name) into @opts.
  * Positional arguments are moved to the end of argv; *@first is their index.
  * Returns 0, 1 when --help was printed, -EINVAL after printing an error that
- * names the option and the fix. A program's own command (.prog set) also
- * takes the hidden options --man and --bash-completion, which print its
- * man page or completion script (nfsl_man, nfsl_bash_completion) and
- * return 1 too.
+ * names the option and the fix (through nfsl_msg: as JSON under
+ * nfsl_msg_json). A program's own command (.prog set) also takes
+ * --version, and the hidden options --man and --bash-completion, which
+ * print its man page or completion script (nfsl_man,
+ * nfsl_bash_completion); they return 1 too.
  */
 int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		   void *opts, int *first);
