@@ -85,7 +85,7 @@ topo_addr() {
 # Offloads of the topology veths: "kernel" (the default) leaves them as the
 # kernel sets them, as on any host nfslice is attached to: TX checksum
 # offload, TSO and GSO on, GRO off (a veth turns TSO off on the peer of a
-# veth with an XDP program, PLATFORM.md; `nfslice attach` turns off what
+# veth with an XDP program, docs/platform.md; `nfslice attach` turns off what
 # would merge sliced packets on its interfaces). "off" is for
 # benchmarks that want every segment to cross as its own MTU-sized frame
 # whether or not an XDP program is attached (like-for-like sliced/unsliced
@@ -105,7 +105,7 @@ topo_set_offloads() {
 # - tx (checksum offload): a local socket's packets then carry full L4
 #   checksums, as they do from a wire, instead of CHECKSUM_PARTIAL. nfslice
 #   does not need it (such packets are sliced and arrive intact,
-#   PLATFORM.md); a benchmark may want senders to pay for the checksum.
+#   docs/platform.md); a benchmark may want senders to pay for the checksum.
 # - tso/gso: each TCP segment crosses as its own MTU-sized packet, with or
 #   without an XDP program on the path, instead of a 64 KB GSO super-packet
 #   in the unsliced runs; shapers count real frames.

@@ -93,7 +93,7 @@ readonly CLI_NET6=fd00:212:1::/64 SRV_NET6=fd00:212:2::/64 LINK_NET6=fd00:212:3:
 readonly RT_TABLE=100
 # 1500 everywhere: the slicer (non-frags XDP) needs the peer MTU below ~3500,
 # and the splicer must never rebuild a packet larger than the egress veth
-# accepts (PLATFORM.md, docs/rig.md).
+# accepts (docs/platform.md, docs/rig.md).
 readonly MTU=1500
 # NF objects (as in scripts/rig.sh), in the NF server's namespace:
 #   nft -j list counter "$NFT_FAMILY" "$NFT_TABLE" "$NFT_COUNTER"
