@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Glue that lets the header-only codec in include/ compile both as BPF C
- * (clang -target bpf) and as user-space C: one codec, two engines (DESIGN.md).
+ * (clang -target bpf) and as user-space C: one codec, two engines (docs/design.md).
  */
 #ifndef NFSL_COMPAT_H
 #define NFSL_COMPAT_H

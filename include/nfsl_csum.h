@@ -9,7 +9,7 @@
  *
  * The parked payload's sum is never computed over the payload: a received
  * checksum makes pseudo-header + L4 header + payload sum to -0, so the
- * payload's contribution is the complement of the rest (DESIGN.md "Packet
+ * payload's contribution is the complement of the rest (docs/design.md "Packet
  * after slicing"). Both directions are then incremental updates (RFC 1624
  * Eqn. 3), which also keeps a checksum right after a NAT rewrote addresses
  * and ports between slice and splice.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * SipHash-2-4 (Aumasson & Bernstein, 2012) of one 64-bit word, written from
- * the specification: the token MAC (DESIGN.md "token"). Compiles for BPF and
- * user space. ~55 ns in BPF, ~20 ns in user space (PLATFORM.md).
+ * the specification: the token MAC (docs/design.md "token"). Compiles for BPF and
+ * user space. ~55 ns in BPF, ~20 ns in user space (docs/platform.md).
  */
 #ifndef NFSL_SIPHASH_H
 #define NFSL_SIPHASH_H

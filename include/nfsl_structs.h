@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Data structures shared by the BPF datapath and user space: token, slot,
- * counters, config. Defined once here (DESIGN.md "Layout").
+ * counters, config. Defined once here (docs/design.md "Layout").
  */
 #ifndef NFSL_STRUCTS_H
 #define NFSL_STRUCTS_H
@@ -31,7 +31,7 @@ struct nfsl_token {
 #define NFSL_CTL_GEN(ctl) ((__u32)((ctl) >> 32))
 #define NFSL_CTL_EXP(ctl) ((__u32)(ctl))
 
-/* One parked payload and its metadata (DESIGN.md "Words": slot). */
+/* One parked payload and its metadata (docs/design.md "Words": slot). */
 struct nfsl_slot {
 	__u64 ctl;       /* generation << 32 | expiry count, see NFSL_CTL */
 	__u64 parked_ns; /* bpf_ktime_get_ns() when parked, for the TTL manager */

@@ -25,7 +25,7 @@ MULTIARCH := $(shell $(CC) -dumpmachine)
 DEPFLAGS := -MMD -MP
 
 # -mcpu=v3: clang 14 at v2 makes code the verifier rejects for every
-# variable-length copy (PLATFORM.md).
+# variable-length copy (docs/platform.md).
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
 	-I$(ROOT)/include -I$(ROOT)/bpf -I/usr/include/$(MULTIARCH) \
 	-Wall -Werror -Wno-unused-function

@@ -6,7 +6,7 @@
  * read through IFLA_TARGET_NETNSID where the kernel allows it.
  *
  * XDP_TX into a veth needs a native XDP program on the peer, else the veth
- * drops every frame (PLATFORM.md "veth and XDP"). --peer-xdp auto/drop
+ * drops every frame (docs/platform.md "veth and XDP"). --peer-xdp auto/drop
  * attaches pktgen/xdp_pass.bpf.c's xdp_pass/xdp_drop to a peer in this
  * namespace that has none, for the run only (a BPF link: pg_peer_restore()
  * or the end of the process removes it).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Install everything nfslice needs to build, test and run its demo on a
-# fresh Debian 12 machine (PLATFORM.md: nothing is preinstalled).
+# fresh Debian 12 machine (docs/platform.md: nothing is preinstalled).
 # Idempotent: skips apt when every package is already present.
 set -euo pipefail
 
@@ -25,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# bpffs is not mounted on a fresh machine (PLATFORM.md).
+# bpffs is not mounted on a fresh machine (docs/platform.md).
 if ! mount | grep -q ' /sys/fs/bpf type bpf'; then
 	mount -t bpf bpf /sys/fs/bpf
 fi

@@ -19,7 +19,7 @@ echo "== unit tests (Criterion, BPF_PROG_TEST_RUN)"
 build/test_datapath || rc=1
 
 echo "== integration tests (pytest, netns rigs)"
-# Debian's pytest and scapy live with /usr/bin/python3 (PLATFORM.md).
+# Debian's pytest and scapy live with /usr/bin/python3 (docs/platform.md).
 /usr/bin/python3 -m pytest -ra -p no:cacheprovider tests/integration || rc=1
 
 exit $rc

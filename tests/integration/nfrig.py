@@ -37,7 +37,7 @@ import nfsltopo  # noqa: E402
 from nfsltopo import NFSLICE, ROOT  # noqa: E402,F401 (the tests import them)
 
 RIG_SH = nfsltopo.topo_script("rig")
-# Debian's pytest and scapy live with this interpreter (PLATFORM.md).
+# Debian's pytest and scapy live with this interpreter (docs/platform.md).
 PY = "/usr/bin/python3"
 BPFFS = Path("/sys/fs/bpf")
 NETNS_DIR = Path("/run/netns")

@@ -208,7 +208,7 @@ def test_status_json(clean, domain):
     rig = clean
     domain("st", "dut0", "dut1")
     st = rig.status("st")
-    # The pin directory is the one the netns cookie names (PLATFORM:
+    # The pin directory is the one the netns cookie names (docs/platform.md:
     # per-netns pins in the host's bpffs).
     assert st["name"] == "st"
     assert st["dir"] == str(rig.pin_dir("st"))

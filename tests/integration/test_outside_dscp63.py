@@ -2,7 +2,7 @@
 """Outside traffic already marked DSCP 63, the mark of a sliced packet.
 
 DSCP 63 is "experimental/local use" (RFC 2474): anybody may send it, so the
-token's MAC, not the DSCP, decides what nfslice splices (DESIGN.md). A
+token's MAC, not the DSCP, decides what nfslice splices (docs/design.md). A
 small DSCP-63 packet (below the threshold, never sliced) reaches a splicer
 with a mark but no token of ours: it must pass unchanged and count as
 bad_token, once, at that splicer. A large DSCP-63 packet is sliced like any

@@ -2,7 +2,7 @@
 /*
  * Splicer (tc) through BPF_PROG_TEST_RUN: slice -> splice gives back every
  * input byte, and tokens that are not ours, stale, or too big for the
- * device are refused as DESIGN.md says (pass / drop / drop).
+ * device are refused as docs/design.md says (pass / drop / drop).
  */
 #define _GNU_SOURCE
 #include <errno.h>
