@@ -4,7 +4,7 @@
 #define NFSL_CONSTS_H
 
 /* DSCP 0b111111 ("experimental/local use", RFC 2474): marks a sliced
- * packet, as NFSlicer §III-A does. Outside traffic may use it too; the
+ * packet, as NFSlicer §III-B does. Outside traffic may use it too; the
  * token MAC, not the DSCP, decides what is ours. */
 #define NFSL_DSCP_SLICED 63
 
