@@ -131,7 +131,14 @@ __u32 nfsl_splicer_attached(int ifindex)
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = NFSL_TC_HANDLE,
 			    .priority = NFSL_TC_PRIO);
 
-	return bpf_tc_query(&hook, &opts) ? 0 : opts.prog_id;
+	bool quiet = nfsl_quiet_libs;
+	int err;
+
+	/* No filter there is an answer, not a warning. */
+	nfsl_quiet_libs = true;
+	err = bpf_tc_query(&hook, &opts);
+	nfsl_quiet_libs = quiet;
+	return err ? 0 : opts.prog_id;
 }
 
 /* Remove our slicer from @ifindex and check it is gone. Returns 0, or
@@ -274,26 +281,10 @@ static int unload(const struct nfsl_config *cfg, const struct nfsl_domain *d)
 /* Remove the pins and the directories of the domain at @dir. */
 static void remove_pins(const char *dir)
 {
-	char path[PATH_MAX + 32];
+	int err = nfsl_domain_remove(dir);
 
-	for (size_t i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, map_pins[i]);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/%s", dir, NFSL_PIN_SPLICER);
-	unlink(path);
-	rmdir(dir);
-	/* Parents go too once empty (ns<cookie>, then nfslice). */
-	snprintf(path, sizeof(path), "%s", dir);
-	for (int up = 0; up < 2; up++) {
-		char *slash = strrchr(path, '/');
-
-		if (!slash)
-			break;
-		*slash = '\0';
-		if (rmdir(path))
-			break;
-	}
+	if (err)
+		nfsl_err("cannot remove all of %s: %s", dir, strerror(-err));
 }
 
 /*
@@ -326,20 +317,16 @@ static void ct_liberal_release(const char *name, const struct nfsl_config *cfg)
 	nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, NULL, 0);
 }
 
-/* Attach and detach of any domain on the host run one at a time: two
- * attaches of one NAME would otherwise both proceed and the loser's
- * teardown remove the winner's pins. Returns the lock fd or -1. */
+/* Attach, detach, repair and gc of any domain on the host run one at a
+ * time: two attaches of one NAME would otherwise both proceed and the
+ * loser's teardown remove the winner's pins. Returns the lock fd or -1. */
 static int lock_domains(void)
 {
-	int fd = open(NFSL_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = nfsl_domains_lock();
 
-	if (fd < 0 || flock(fd, LOCK_EX)) {
-		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
+	if (fd < 0)
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-fd));
+	return fd < 0 ? -1 : fd;
 }
 
 static int mkdir_p(const char *dir)
@@ -398,7 +385,10 @@ static int attach_tc(int ifindex, int prog_fd, __u32 *flags)
 			    .priority = NFSL_TC_PRIO, .prog_fd = prog_fd);
 	int err;
 
+	/* An existing clsact (EEXIST) is used as it is: no warning. */
+	nfsl_quiet_libs = true;
 	err = bpf_tc_hook_create(&hook);
+	nfsl_quiet_libs = false;
 	if (!err)
 		*flags |= NFSL_IF_CREATED_CLSACT;
 	else if (err != -EEXIST)
@@ -594,8 +584,6 @@ static int run_attach(void *o, int argc, char **argv)
 	bool made = false;
 	int ncpus, err, lock = -1;
 
-	if (nfsl_require_root())
-		return -1;
 	err = nfsl_domain_dir(dir, sizeof(dir), opt->name);
 	if (err)
 		return nfsl_err_domain(err, opt->name);
@@ -640,6 +628,13 @@ static int run_attach(void *o, int argc, char **argv)
 		goto out;
 	}
 	made = true;
+	/* The namespace probe first: whatever happens next, nfslice gc can
+	 * tell whether this domain's namespace still exists. */
+	err = nfsl_netns_probe_create(dir);
+	if (err)
+		fprintf(stderr, "nfslice: note: no namespace probe (%s): nfslice gc "
+			"cannot tell when this namespace is gone, and will keep "
+			"the domain's pins\n", strerror(-err));
 	/* The config names every interface before any is touched, so a
 	 * detach after an interrupted attach finds them all. */
 	err = load_splicer(dir, &cfg, &sp);
@@ -718,8 +713,6 @@ static int run_detach(void *o, int argc, char **argv)
 	struct nfsl_domain d;
 	int err, lock;
 
-	if (nfsl_require_root())
-		return -1;
 	lock = lock_domains();
 	if (lock < 0)
 		return -1;
@@ -751,6 +744,121 @@ static int run_detach(void *o, int argc, char **argv)
 	}
 	nfsl_domain_close(&d);
 out:
+	close(lock);
+	return err ? -1 : 0;
+}
+
+/*
+ * Make a damaged domain whole again with its own store, configuration and
+ * pinned splicer: every missing splicer first, then every missing slicer
+ * (the order attach uses), the GRO features off again, be_liberal set again
+ * if the domain had set it. An interface that is gone cannot come back:
+ * repair refuses, and changes nothing.
+ */
+static int run_repair(void *o, int argc, char **argv)
+{
+	const char *name = *(const char **)o;
+	char path[PATH_MAX + 32], buf[32];
+	struct nfsl_health h;
+	struct nfsl_domain d;
+	int err, lock, splicer = -1, done = 0;
+	__u64 ino;
+
+	lock = lock_domains();
+	if (lock < 0)
+		return -1;
+	err = nfsl_domain_open(&d, name);
+	if (err) {
+		nfsl_err_domain(err, name);
+		goto out_unlock;
+	}
+	err = -1;
+	nfsl_domain_health(&d, &h);
+	if (h.gone) {
+		for (unsigned int i = 0; i < h.nproblems; i++)
+			nfsl_err("domain '%s': %s", name, h.problems[i]);
+		nfsl_err("repair cannot bring an interface back: detach the domain "
+			 "(nfslice detach --name %s) and attach it to the interfaces it "
+			 "has now", name);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s", d.dir, NFSL_PIN_SPLICER);
+	splicer = bpf_obj_get(path);
+	if (splicer < 0) {
+		nfsl_err("the splicer pin %s is missing (%s): repair needs it; detach "
+			 "the domain and attach it again", path, strerror(errno));
+		goto out;
+	}
+	/* Every splicer before any slicer (as attach). */
+	for (__u32 i = 0; i < d.cfg.nifaces; i++) {
+		struct nfsl_iface *ifc = &d.cfg.ifaces[i];
+		const char *ifname = nfsl_health_ifname(&h, &d.cfg, i, buf, sizeof(buf));
+
+		if (ifc->flags & NFSL_IF_NF_PORT)
+			continue;
+		if (gro_off(ifc, ifname) || write_config(d.dir, &d.cfg))
+			goto out;
+		if (h.ifs[i].tc_id)
+			continue;
+		err = attach_tc(ifc->ifindex, splicer, &ifc->flags);
+		if (!err)
+			err = write_config(d.dir, &d.cfg);
+		if (err) {
+			nfsl_err("attaching the splicer to %s (tc egress) failed: %s",
+				 ifname, strerror(-err));
+			err = -1;
+			goto out;
+		}
+		printf("nfslice: splicer re-attached to %s\n", ifname);
+		done++;
+	}
+	if (d.cfg.flags & NFSL_CFG_CT_LIBERAL_SET) {
+		int now = 1;
+
+		if (!nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, &now, -1) && !now &&
+		    !nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, NULL, 1)) {
+			printf("nfslice: net.netfilter.nf_conntrack_tcp_be_liberal set "
+			       "to 1 again\n");
+			done++;
+		}
+	}
+	for (__u32 i = 0; i < d.cfg.nifaces; i++) {
+		const struct nfsl_iface *ifc = &d.cfg.ifaces[i];
+		const char *ifname = nfsl_health_ifname(&h, &d.cfg, i, buf, sizeof(buf));
+		int mode = ifc->flags & NFSL_IF_SKB_MODE ? 1 : 0;
+
+		if (ifc->flags & NFSL_IF_NF_PORT || h.ifs[i].xdp)
+			continue;
+		err = attach_xdp(ifc->ifindex, d.dir, d.cfg.slots, mode);
+		if (err) {
+			nfsl_err("attaching the slicer to %s (XDP %s) failed: %s; its "
+				 "splicer stays, so nothing leaves unspliced", ifname,
+				 modes[mode], strerror(-err));
+			err = -1;
+			goto out;
+		}
+		printf("nfslice: slicer re-attached to %s (XDP %s)\n", ifname, modes[mode]);
+		done++;
+	}
+	if (nfsl_netns_probe(d.dir, &ino) == -ENOENT && !nfsl_netns_probe_create(d.dir)) {
+		printf("nfslice: namespace probe added (for nfslice gc)\n");
+		done++;
+	}
+	err = 0;
+	if (nfsl_domain_health(&d, &h)) {
+		for (unsigned int i = 0; i < h.nproblems; i++)
+			nfsl_err("domain '%s' is still damaged: %s", name, h.problems[i]);
+		err = -1;
+	} else if (done) {
+		printf("nfslice: domain '%s' repaired\n", name);
+	} else {
+		printf("nfslice: domain '%s' is whole; nothing to repair\n", name);
+	}
+out:
+	if (splicer >= 0)
+		close(splicer);
+	nfsl_domain_close(&d);
+out_unlock:
 	close(lock);
 	return err ? -1 : 0;
 }
@@ -795,8 +903,14 @@ const struct nfsl_cmd nfsl_cmd_attach = {
 		"token. Slots are taken FIFO per CPU; a busy slot is evicted after\n"
 		"--expiry wrap-arounds (PayloadPark Alg. 1, NFSlicer §III-C). Every\n"
 		"interface the network function may send on must be in the domain.\n"
-		"Errors: unknown interface, name already attached, no bpffs, not root,\n"
-		"kernel feature missing; a failed attach leaves nothing behind.",
+		"The domain's directory also pins a namespace probe (netns: a BPF link\n"
+		"to this network namespace that holds no reference on it), by which\n"
+		"nfslice list and gc tell whether the namespace still exists.\n"
+		"Errors: unknown interface, name already attached, no bpffs, a\n"
+		"capability missing, kernel feature missing; a failed attach leaves\n"
+		"nothing behind.",
+	.caps = NFSL_CAPS_CHANGE,
+	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = attach_table,
 	.run = run_attach,
 	.opts_size = sizeof(struct attach_opts),
@@ -818,8 +932,32 @@ const struct nfsl_cmd nfsl_cmd_detach = {
 		"the clsact qdiscs nfslice created, and the pinned maps. Payloads still\n"
 		"parked are dropped with the store. Also cleans up after an attach that\n"
 		"was interrupted.",
+	.caps = NFSL_CAPS_CHANGE,
+	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = detach_table,
 	.run = run_detach,
+	.opts_size = sizeof(const char *),
+	.defaults = &detach_defaults,
+};
+
+const struct nfsl_cmd nfsl_cmd_repair = {
+	.name = "repair",
+	.summary = "re-attach a damaged domain's missing slicers and splicers",
+	.description =
+		"Makes domain NAME of this network namespace whole again when a slicer\n"
+		"or a splicer was removed by hand (ip link set dev IFACE xdp off, tc\n"
+		"filter del, tc qdisc del) or the GRO features were turned on again:\n"
+		"it re-attaches the missing programs with the domain's own store,\n"
+		"configuration and pinned splicer, every splicer before any slicer (as\n"
+		"attach), so parked payloads and counters survive. It also sets\n"
+		"nf_conntrack_tcp_be_liberal again if the domain had set it, and gives\n"
+		"a domain attached by an older nfslice its namespace probe. An\n"
+		"interface that is gone cannot be repaired: detach and attach again.\n"
+		"A whole domain is left as it is (exit 0).",
+	.caps = NFSL_CAPS_CHANGE,
+	.caps_why = NFSL_CAPS_CHANGE_WHY,
+	.opts = detach_table,
+	.run = run_repair,
 	.opts_size = sizeof(const char *),
 	.defaults = &detach_defaults,
 };

@@ -15,35 +15,51 @@
 
 #include "nfslice.h"
 #include "domain.h"
+#include "version.h"
 
 static const struct nfsl_cmd *const cmds[] = {
-	&nfsl_cmd_attach, &nfsl_cmd_detach, &nfsl_cmd_status, &nfsl_cmd_stats,
+	&nfsl_cmd_attach, &nfsl_cmd_detach, &nfsl_cmd_repair, &nfsl_cmd_status,
+	&nfsl_cmd_stats, &nfsl_cmd_list, &nfsl_cmd_gc,
 };
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
-int nfsl_require_root(void)
-{
-	if (geteuid() == 0)
-		return 0;
-	return nfsl_err("must run as root: loading BPF programs and changing "
-			"interfaces needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN; "
-			"run it with sudo");
-}
+int nfsl_bpffs_state;
 
 int nfsl_err_domain(int err, const char *name)
 {
 	if (err == -EINVAL)
 		return nfsl_err("invalid domain name '%s': use 1-63 letters, digits, '_', '-' or '.'",
 				name);
+	if (err == -ENOMEDIUM && nfsl_bpffs_state == -EACCES)
+		return nfsl_err("no bpffs at %s in this mount namespace, and PID 1's "
+				"(/proc/1/ns/mnt) cannot be read to find the host's: run "
+				"nfslice in the host's mount namespace (nsenter "
+				"--net=/run/netns/NS nfslice ..., or as a service) or set "
+				"NFSLICE_BPFFS to a bpffs that outlives this command",
+				nfsl_bpffs());
 	if (err == -ENOMEDIUM)
 		return nfsl_err("no bpffs at %s; mount it in the host's mount namespace "
 				"with: mount -t bpf bpf %s (not inside 'ip netns exec', "
 				"whose mounts vanish when it exits)", nfsl_bpffs(), nfsl_bpffs());
 	if (err == -ENOENT)
 		return nfsl_err("no domain '%s' is attached in this network namespace "
-				"(attach one with: nfslice attach --name %s IFACE...)",
+				"(attach one with: nfslice attach --name %s IFACE...; "
+				"nfslice list shows the domains of every namespace)",
 				name, name);
 	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
+}
+
+/* Refuse a command whose capabilities are missing, naming them. */
+static int check_caps(const struct nfsl_cmd *cmd)
+{
+	char names[128];
+
+	if (!nfsl_caps_missing(cmd->caps, names, sizeof(names)))
+		return 0;
+	return nfsl_msg("nfslice ", "%s: missing capabilit%s %s (%s); run it as root "
+			"(e.g. with sudo) or with these capabilities (systemd: "
+			"AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN)",
+			cmd->name, strchr(names, ',') ? "ies" : "y", names, cmd->caps_why);
 }
 
 static const char *const env[] = {
@@ -59,26 +75,80 @@ static const struct nfsl_prog prog = {
 		"Payload slicing for shallow network functions: an XDP slicer parks the\n"
 		"payload of large UDP/TCP packets in a BPF map store and sends the header\n"
 		"on, tagged (DSCP 63 + token); a tc egress splicer restores it when the\n"
-		"packet leaves (NFSlicer §III, PayloadPark §3).",
+		"packet leaves (NFSlicer §III, PayloadPark §3).\n"
+		"\n"
+		"Commands run with capabilities, not as a user: attach, detach, repair\n"
+		"need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN; status, list and gc\n"
+		"CAP_BPF and CAP_SYS_ADMIN; stats CAP_BPF. With --json, an error is one\n"
+		"JSON object on stdout, {\"error\": MESSAGE, \"code\": EXIT STATUS},\n"
+		"and nothing goes to stderr but notes and library warnings.",
+	.exit_status =
+		"  0  success (status: the domain is whole)\n"
+		"  1  failure: the message says what failed and how to fix it\n"
+		"  2  bad usage (unknown command or option, bad value): nothing was done\n"
+		"  3  status only: the domain is damaged (a slicer or splicer missing,\n"
+		"     or an interface gone); nfslice repair restores missing programs",
 	.env = env,
 	.see_also = "nfslice-pktgen(8), nfslice-delay(8), bpftool(8), xdp-loader(8)",
 	.cmds = cmds,
 	.ncmds = NR_CMDS,
 };
 
-int main(int argc, char **argv)
+static const struct nfsl_cmd *find_cmd(const char *name)
 {
-	const struct nfsl_cmd *cmd = NULL;
-	char optbuf[256];
-	int first, err, bpffs_err;
+	for (size_t i = 0; i < NR_CMDS; i++)
+		if (!strcmp(name, cmds[i]->name))
+			return cmds[i];
+	return NULL;
+}
+
+static int unknown_cmd(const char *name, bool json)
+{
+	nfsl_err("unknown command '%s'; see 'nfslice --help'", name);
+	if (!json)
+		nfsl_prog_help(&prog, stderr);
+	return NFSL_EXIT_USAGE;
+}
+
+/* nfslice help [COMMAND]: the help of the program or of COMMAND. */
+static int help(int argc, char **argv, bool json)
+{
+	const struct nfsl_cmd *cmd;
+
+	if (argc < 3) {
+		nfsl_prog_help(&prog, stdout);
+		return 0;
+	}
+	if (argc > 3) {
+		nfsl_err("help: unexpected argument '%s'; usage: nfslice help [COMMAND]",
+			 argv[3]);
+		return NFSL_EXIT_USAGE;
+	}
+	cmd = find_cmd(argv[2]);
+	if (!cmd)
+		return unknown_cmd(argv[2], json);
+	nfsl_cmd_help(cmd, stdout);
+	return 0;
+}
+
+static int run(int argc, char **argv, bool json)
+{
+	const struct nfsl_cmd *cmd;
+	int first, err;
+	void *opts;
 
 	if (argc < 2) {
 		nfsl_prog_help(&prog, stderr);
-		return 2;
+		return NFSL_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-	    !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		nfsl_prog_help(&prog, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help"))
+		return help(argc, argv, json);
+	if (!strcmp(argv[1], "--version")) {
+		nfsl_print_version(prog.name, stdout);
 		return 0;
 	}
 	/* Hidden: what make install generates. */
@@ -90,25 +160,47 @@ int main(int argc, char **argv)
 		nfsl_bash_completion(&prog, stdout);
 		return 0;
 	}
-	for (size_t i = 0; i < NR_CMDS; i++)
-		if (!strcmp(argv[1], cmds[i]->name))
-			cmd = cmds[i];
-	if (!cmd) {
-		nfsl_err("unknown command '%s'", argv[1]);
-		nfsl_prog_help(&prog, stderr);
-		return 2;
+	cmd = find_cmd(argv[1]);
+	if (!cmd)
+		return unknown_cmd(argv[1], json);
+	opts = calloc(1, cmd->opts_size);
+	if (!opts)
+		return nfsl_err("out of memory"), NFSL_EXIT_FAIL;
+	err = nfsl_cmd_parse(cmd, argc - 1, argv + 1, opts, &first);
+	if (err) {
+		free(opts);
+		return err > 0 ? 0 : NFSL_EXIT_USAGE;
+	}
+	if (check_caps(cmd)) {
+		free(opts);
+		return NFSL_EXIT_FAIL;
 	}
 	/* Pins, ours and libxdp's, must outlive this command: see
 	 * nfsl_bpffs_enter. Commands report a missing bpffs themselves. */
-	bpffs_err = nfsl_bpffs_enter();
-	if (bpffs_err && bpffs_err != -ENOENT && bpffs_err != -ENOMEDIUM)
-		nfsl_err("cannot reach the host's bpffs: %s", strerror(-bpffs_err));
+	nfsl_bpffs_state = nfsl_bpffs_enter();
+	if (nfsl_bpffs_state == -EPERM) {
+		free(opts);
+		return nfsl_err("cannot enter the host's mount namespace to reach its "
+				"bpffs: setns needs CAP_SYS_ADMIN and CAP_SYS_CHROOT; "
+				"or set NFSLICE_BPFFS"), NFSL_EXIT_FAIL;
+	}
+	if (nfsl_bpffs_state && nfsl_bpffs_state != -ENOENT &&
+	    nfsl_bpffs_state != -EACCES) {
+		free(opts);
+		return nfsl_err("cannot reach the host's bpffs: %s",
+				strerror(-nfsl_bpffs_state)), NFSL_EXIT_FAIL;
+	}
 	nfsl_log_init(NFSL_LOG_WARN);
+	err = cmd->run(opts, argc - 1 - first, argv + 1 + first);
+	free(opts);
+	return err < 0 ? NFSL_EXIT_FAIL : err;
+}
 
-	if (cmd->opts_size > sizeof(optbuf))
-		return 1;
-	err = nfsl_cmd_parse(cmd, argc - 1, argv + 1, optbuf, &first);
-	if (err)
-		return err > 0 ? 0 : 2;
-	return cmd->run(optbuf, argc - 1 - first, argv + 1 + first) ? 1 : 0;
+int main(int argc, char **argv)
+{
+	/* Errors as one JSON object when the command line asks for JSON. */
+	bool json = nfsl_argv_has(argc, argv, "--json");
+
+	nfsl_msg_json(json);
+	return nfsl_msg_json_flush(run(argc, argv, json));
 }

@@ -4,22 +4,40 @@
 #define NFSL_NFSLICE_H
 
 #include <stdbool.h>
+#include <net/if.h>
+#include "caps.h"
 #include "cli.h"
 #include "log.h"
 #include "params.h"
+#include "domain.h"
 
 extern const struct nfsl_cmd nfsl_cmd_attach, nfsl_cmd_detach,
-	nfsl_cmd_status, nfsl_cmd_stats;
+	nfsl_cmd_repair, nfsl_cmd_status, nfsl_cmd_stats, nfsl_cmd_list,
+	nfsl_cmd_gc;
 
-/* Print "nfslice: <msg>" to stderr; returns -1 for `return nfsl_err(...)`. */
+/* Print "nfslice: <msg>" to stderr (under --json: collected for the JSON
+ * error object); returns -1 for `return nfsl_err(...);`. */
 #define nfsl_err(...) nfsl_msg("nfslice: ", __VA_ARGS__)
 
-/* Explain a failure to find the domain's pins (-ENOENT: no bpffs or no
- * domain), naming the fix. Returns -1. */
+/* What nfsl_bpffs_enter returned at start-up: nfsl_err_domain explains a
+ * missing bpffs with it. */
+extern int nfsl_bpffs_state;
+
+/* Explain a failure to find the domain's pins (-ENOMEDIUM: no bpffs,
+ * -ENOENT: no domain), naming the fix. Returns -1. */
 int nfsl_err_domain(int err, const char *name);
 
-/* Fail unless running as root. Returns 0 or -1 after printing the fix. */
-int nfsl_require_root(void);
+/* Capabilities of the commands that change interfaces and pins, and of
+ * those that read program ids (BPF_PROG_GET_FD_BY_ID needs CAP_SYS_ADMIN). */
+#define NFSL_CAPS_CHANGE (NFSL_CAP(CAP_BPF) | NFSL_CAP(CAP_NET_ADMIN) | NFSL_CAP(CAP_SYS_ADMIN))
+#define NFSL_CAPS_CHANGE_WHY \
+	"CAP_BPF loads programs and pins maps, CAP_NET_ADMIN attaches them to " \
+	"interfaces (XDP, tc) and sets sysctls, CAP_SYS_ADMIN reads the programs " \
+	"already attached (libxdp) and enters the host's mount namespace"
+#define NFSL_CAPS_READ (NFSL_CAP(CAP_BPF) | NFSL_CAP(CAP_SYS_ADMIN))
+#define NFSL_CAPS_READ_WHY \
+	"CAP_BPF opens the pinned maps, CAP_SYS_ADMIN reads the attached programs " \
+	"by id and enters namespaces"
 
 /* Name of the XDP program in the dispatcher, to find ours again. */
 #define NFSL_SLICER_PROG "nfsl_slicer"
@@ -30,5 +48,34 @@ const char *nfsl_slicer_attached(int ifindex, __u32 *prog_id);
 
 /* Id of our splicer on @ifindex's tc egress hook, 0 when absent. */
 __u32 nfsl_splicer_attached(int ifindex);
+
+/* One interface of a domain as the kernel shows it now, in the caller's
+ * network namespace. */
+struct nfsl_iface_state {
+	char name[IF_NAMESIZE]; /* "" when gone */
+	bool gone;              /* no such ifindex: deleted or moved away */
+	const char *xdp;        /* slicer mode, NULL when missing */
+	__u32 xdp_id, tc_id;    /* program ids, 0 when missing */
+};
+
+/* A domain's health: every interface there, every slicer and splicer
+ * attached. */
+#define NFSL_MAX_PROBLEMS (2 * NFSL_MAX_IFACES + 2)
+struct nfsl_health {
+	struct nfsl_iface_state ifs[NFSL_MAX_IFACES];
+	unsigned int nproblems;
+	bool gone;    /* an interface is gone: repair cannot help */
+	bool missing; /* a slicer or splicer is missing: repair restores it */
+	char problems[NFSL_MAX_PROBLEMS][128];
+};
+
+/* Check domain @d (its config and pins) against the kernel, in the
+ * caller's network namespace. Returns the number of problems. */
+unsigned int nfsl_domain_health(const struct nfsl_domain *d, struct nfsl_health *h);
+
+/* The name of interface @i of @h for messages: "dut0", "ifindex 7". */
+const char *nfsl_health_ifname(const struct nfsl_health *h,
+			       const struct nfsl_config *cfg, __u32 i, char *buf,
+			       size_t len);
 
 #endif /* NFSL_NFSLICE_H */

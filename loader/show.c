@@ -2,7 +2,6 @@
 /* nfslice status / stats: what a domain is attached to, and its counters. */
 #include <errno.h>
 #include <limits.h>
-#include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,14 +23,94 @@ static const struct show_opts show_defaults = { .name = "default" };
 
 static const char *const pin_names[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
-	NFSL_PIN_SPLICER,
+	NFSL_PIN_SPLICER, NFSL_PIN_NETNS,
 };
 #define NR_PINS (sizeof(pin_names) / sizeof(pin_names[0]))
 
-static void print_status_json(const struct nfsl_domain *d, const char *name)
+/* Is pin @i of the domain at @dir to be shown? The namespace probe only
+ * where there is one (a domain attached by an older nfslice has none). */
+static bool show_pin(const char *dir, size_t i)
+{
+	char path[PATH_MAX + 32];
+
+	if (strcmp(pin_names[i], NFSL_PIN_NETNS))
+		return true;
+	snprintf(path, sizeof(path), "%s/%s", dir, pin_names[i]);
+	return !access(path, F_OK);
+}
+
+const char *nfsl_health_ifname(const struct nfsl_health *h,
+			       const struct nfsl_config *cfg, __u32 i, char *buf,
+			       size_t len)
+{
+	if (h->ifs[i].name[0])
+		return h->ifs[i].name;
+	snprintf(buf, len, "ifindex %u", cfg->ifaces[i].ifindex);
+	return buf;
+}
+
+static void problem(struct nfsl_health *h, const char *what, const char *ifname)
+{
+	if (h->nproblems < NFSL_MAX_PROBLEMS)
+		snprintf(h->problems[h->nproblems++], sizeof(h->problems[0]), "%s: %s",
+			 ifname, what);
+}
+
+unsigned int nfsl_domain_health(const struct nfsl_domain *d, struct nfsl_health *h)
 {
 	const struct nfsl_config *c = &d->cfg;
-	char path[PATH_MAX + 32];
+	char buf[32];
+
+	memset(h, 0, sizeof(*h));
+	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
+		const struct nfsl_iface *ifc = &c->ifaces[i];
+		struct nfsl_iface_state *st = &h->ifs[i];
+		const char *ifname;
+
+		st->gone = !if_indextoname(ifc->ifindex, st->name);
+		if (st->gone)
+			st->name[0] = '\0';
+		ifname = nfsl_health_ifname(h, c, i, buf, sizeof(buf));
+		if (st->gone) {
+			h->gone = true;
+			problem(h, "interface gone (deleted, or moved to another "
+				"network namespace)", ifname);
+			continue;
+		}
+		if (ifc->flags & NFSL_IF_NF_PORT)
+			continue;
+		st->xdp = nfsl_slicer_attached(ifc->ifindex, &st->xdp_id);
+		st->tc_id = nfsl_splicer_attached(ifc->ifindex);
+		if (!st->tc_id) {
+			h->missing = true;
+			problem(h, "splicer missing (tc egress)", ifname);
+		}
+		if (!st->xdp) {
+			h->missing = true;
+			problem(h, "slicer missing (XDP)", ifname);
+		}
+	}
+	return h->nproblems;
+}
+
+/* How to make a damaged domain whole. */
+static void remedy(const struct nfsl_health *h, const char *name, char *buf,
+		   size_t len)
+{
+	if (h->gone)
+		snprintf(buf, len, "an interface is gone: detach the domain (nfslice "
+			 "detach --name %s) and attach it to the interfaces it has now",
+			 name);
+	else
+		snprintf(buf, len, "restore the missing programs with: nfslice repair "
+			 "--name %s", name);
+}
+
+static void print_status_json(const struct nfsl_domain *d, const char *name,
+			      const struct nfsl_health *h)
+{
+	const struct nfsl_config *c = &d->cfg;
+	char path[PATH_MAX + 32], fix[160];
 	struct json_writer w;
 
 	jsonw_init(&w, stdout);
@@ -41,6 +120,8 @@ static void print_status_json(const struct nfsl_domain *d, const char *name)
 	jsonw_name(&w, "pins");
 	jsonw_start_object(&w);
 	for (size_t i = 0; i < NR_PINS; i++) {
+		if (!show_pin(d->dir, i))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", d->dir, pin_names[i]);
 		jsonw_string_field(&w, pin_names[i], path);
 	}
@@ -54,31 +135,44 @@ static void print_status_json(const struct nfsl_domain *d, const char *name)
 	jsonw_name(&w, "interfaces");
 	jsonw_start_array(&w);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
-		char ifname[IF_NAMESIZE] = "";
-		__u32 xdp_id = 0, tc_id = nfsl_splicer_attached(c->ifaces[i].ifindex);
-		const char *mode = nfsl_slicer_attached(c->ifaces[i].ifindex, &xdp_id);
+		const struct nfsl_iface_state *st = &h->ifs[i];
 
-		if_indextoname(c->ifaces[i].ifindex, ifname);
 		jsonw_start_object(&w);
-		jsonw_string_field(&w, "name", ifname);
+		if (st->gone)
+			jsonw_null_field(&w, "name");
+		else
+			jsonw_string_field(&w, "name", st->name);
 		jsonw_uint_field(&w, "ifindex", c->ifaces[i].ifindex);
+		jsonw_bool_field(&w, "present", !st->gone);
 		jsonw_bool_field(&w, "nf_port", c->ifaces[i].flags & NFSL_IF_NF_PORT);
-		if (mode)
-			jsonw_string_field(&w, "xdp", mode);
+		if (st->xdp)
+			jsonw_string_field(&w, "xdp", st->xdp);
 		else
 			jsonw_null_field(&w, "xdp");
-		jsonw_uint_field(&w, "xdp_prog_id", xdp_id);
-		jsonw_bool_field(&w, "tc_egress", tc_id);
-		jsonw_uint_field(&w, "tc_prog_id", tc_id);
+		jsonw_uint_field(&w, "xdp_prog_id", st->xdp_id);
+		jsonw_bool_field(&w, "tc_egress", st->tc_id);
+		jsonw_uint_field(&w, "tc_prog_id", st->tc_id);
 		jsonw_end_object(&w);
 	}
 	jsonw_end_array(&w);
+	jsonw_bool_field(&w, "healthy", !h->nproblems);
+	jsonw_name(&w, "problems");
+	jsonw_start_array(&w);
+	for (unsigned int i = 0; i < h->nproblems; i++)
+		jsonw_string(&w, h->problems[i]);
+	jsonw_end_array(&w);
+	if (h->nproblems) {
+		remedy(h, name, fix, sizeof(fix));
+		jsonw_string_field(&w, "fix", fix);
+	}
 	jsonw_end_object(&w);
 }
 
-static void print_status_text(const struct nfsl_domain *d, const char *name)
+static void print_status_text(const struct nfsl_domain *d, const char *name,
+			      const struct nfsl_health *h)
 {
 	const struct nfsl_config *c = &d->cfg;
+	char buf[32], fix[160];
 
 	printf("domain %s\n", name);
 	printf("  config   threshold %u B, keep %u B, %u slots (%u CPU partitions of %u), "
@@ -87,37 +181,48 @@ static void print_status_text(const struct nfsl_domain *d, const char *name)
 	       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
 	printf("  pins     ");
 	for (size_t i = 0; i < NR_PINS; i++)
-		printf("%s%s/%s\n", i ? "           " : "", d->dir, pin_names[i]);
+		if (show_pin(d->dir, i))
+			printf("%s%s/%s\n", i ? "           " : "", d->dir, pin_names[i]);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
-		char ifname[IF_NAMESIZE] = "?";
-		__u32 xdp_id = 0, tc_id = nfsl_splicer_attached(c->ifaces[i].ifindex);
-		const char *mode = nfsl_slicer_attached(c->ifaces[i].ifindex, &xdp_id);
+		const struct nfsl_iface_state *st = &h->ifs[i];
+		const char *ifname = nfsl_health_ifname(h, c, i, buf, sizeof(buf));
 
-		if_indextoname(c->ifaces[i].ifindex, ifname);
+		if (st->gone) {
+			printf("  %-8s GONE (deleted, or moved to another network "
+			       "namespace)\n", ifname);
+			continue;
+		}
 		if (c->ifaces[i].flags & NFSL_IF_NF_PORT) {
 			printf("  %-8s ifindex %u: NF port (headers leave and return "
 			       "sliced)\n", ifname, c->ifaces[i].ifindex);
 			continue;
 		}
 		printf("  %-8s ifindex %u: slicer %s", ifname, c->ifaces[i].ifindex,
-		       mode ? "xdp " : "MISSING");
-		if (mode)
-			printf("%s (prog id %u)", mode, xdp_id);
+		       st->xdp ? "xdp " : "MISSING");
+		if (st->xdp)
+			printf("%s (prog id %u)", st->xdp, st->xdp_id);
 		printf(", splicer ");
-		if (tc_id)
-			printf("tc egress (prog id %u)\n", tc_id);
+		if (st->tc_id)
+			printf("tc egress (prog id %u)\n", st->tc_id);
 		else
 			printf("MISSING\n");
 	}
+	if (!h->nproblems) {
+		printf("  health   ok\n");
+		return;
+	}
+	remedy(h, name, fix, sizeof(fix));
+	printf("  health   DAMAGED: ");
+	for (unsigned int i = 0; i < h->nproblems; i++)
+		printf("%s%s", i ? "; " : "", h->problems[i]);
+	printf("\n           %s\n", fix);
 }
 
-/* Root check and domain lookup shared by status and stats. */
+/* Domain lookup shared by status and stats. */
 static int open_domain(const struct show_opts *opt, struct nfsl_domain *d)
 {
 	int err;
 
-	if (nfsl_require_root())
-		return -1;
 	err = nfsl_domain_open(d, opt->name);
 	return err ? nfsl_err_domain(err, opt->name) : 0;
 }
@@ -125,16 +230,19 @@ static int open_domain(const struct show_opts *opt, struct nfsl_domain *d)
 static int run_status(void *o, int argc, char **argv)
 {
 	struct show_opts *opt = o;
+	struct nfsl_health h;
 	struct nfsl_domain d;
 
 	if (open_domain(opt, &d))
 		return -1;
+	nfsl_domain_health(&d, &h);
 	if (opt->json)
-		print_status_json(&d, opt->name);
+		print_status_json(&d, opt->name, &h);
 	else
-		print_status_text(&d, opt->name);
+		print_status_text(&d, opt->name, &h);
 	nfsl_domain_close(&d);
-	return 0;
+	/* A health check's answer, not a failure: the status was shown. */
+	return h.nproblems ? NFSL_EXIT_DAMAGED : 0;
 }
 
 static volatile sig_atomic_t stop;
@@ -251,7 +359,14 @@ const struct nfsl_cmd nfsl_cmd_status = {
 		"Shows, for domain NAME of this network namespace, the configuration,\n"
 		"the pin paths of its maps (inspect them with bpftool map dump pinned\n"
 		"PATH) and, per interface, whether the slicer (XDP) and the splicer (tc\n"
-		"egress) are attached, with their program ids.",
+		"egress) are attached, with their program ids, and the domain's health.\n"
+		"Exit status 3 when the domain is damaged: a slicer or a splicer is\n"
+		"missing (nfslice repair --name NAME restores them) or an interface is\n"
+		"gone (detach, then attach again); 1 when there is no such domain.\n"
+		"With --json the object has \"healthy\", \"problems\" (one string each)\n"
+		"and, when damaged, \"fix\".",
+	.caps = NFSL_CAPS_READ,
+	.caps_why = NFSL_CAPS_READ_WHY,
 	.opts = status_table,
 	.run = run_status,
 	.opts_size = sizeof(struct show_opts),
@@ -269,7 +384,10 @@ const struct nfsl_cmd nfsl_cmd_stats = {
 		"PayloadPark Alg. 1), stale (token valid but payload evicted: dropped),\n"
 		"bad_token (DSCP 63 without our token: passed), replayed (our token\n"
 		"arriving from outside: dropped), too_big (spliced packet > egress MTU:\n"
-		"dropped), unparsed (not Ethernet/VLAN/IP/UDP/TCP, fragments, malformed).",
+		"dropped), unparsed (not Ethernet/VLAN/IP/UDP/TCP, fragments, malformed);\n"
+		"their full list and meaning: docs/format.md, Counters.",
+	.caps = NFSL_CAP(CAP_BPF),
+	.caps_why = "CAP_BPF opens the pinned maps",
 	.opts = stats_table,
 	.run = run_stats,
 	.opts_size = sizeof(struct show_opts),

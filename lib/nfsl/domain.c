@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Slicing domain lookup in bpffs, counters and occupancy: see domain.h. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -60,49 +62,128 @@ const char *nfsl_bpffs(void)
 	return env && *env ? env : "/sys/fs/bpf";
 }
 
+/* Kernel threads share no mount namespace a user put a bpffs in. */
+static bool is_kthread(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned int flags = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	/* Field 9 (flags), after the ')' closing the command name. */
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %u", &flags);
+	fclose(f);
+	return flags & 0x00200000; /* PF_KTHREAD */
+}
+
+/*
+ * Is @pid in another mount namespace than @self, one whose /sys/fs/bpf is
+ * a bpffs? 1 yes, 0 no, -errno when its namespace cannot be read (another
+ * user namespace, no ptrace access: PID 1 in some sandboxes).
+ */
+static int other_mntns_bpffs(pid_t pid, const struct stat *self)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	if (stat(path, &st))
+		return -errno;
+	if (st.st_ino == self->st_ino && st.st_dev == self->st_dev)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root/sys/fs/bpf", pid);
+	return is_bpffs(path);
+}
+
+static int enter_mntns(pid_t pid)
+{
+	char path[64];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (setns(fd, CLONE_NEWNS))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Lowest-numbered user process in another mount namespace with a bpffs at
+ * /sys/fs/bpf: the oldest, on a host its early daemons. 0 when none. */
+static pid_t scan_mntns_bpffs(const struct stat *self)
+{
+	pid_t best = 0;
+	struct dirent *e;
+	DIR *dh = opendir("/proc");
+
+	if (!dh)
+		return 0;
+	while ((e = readdir(dh))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 1 || (best && pid >= best) || pid == getpid() ||
+		    is_kthread(pid))
+			continue;
+		if (other_mntns_bpffs(pid, self) == 1)
+			best = pid;
+	}
+	closedir(dh);
+	return best;
+}
+
 int nfsl_bpffs_enter(void)
 {
-	struct stat self, st;
-	char path[64];
+	bool pid1_unknown = false;
+	struct stat self;
 	pid_t best = 0;
-	int fd, err = 0;
+	int r, err;
 
 	if (getenv("NFSLICE_BPFFS"))
 		return is_bpffs(nfsl_bpffs()) ? 0 : -ENOENT;
 	if (stat("/proc/self/ns/mnt", &self))
 		return -errno;
-	/* Outermost readable ancestor in another mount namespace whose
-	 * /sys/fs/bpf is a bpffs. */
-	for (pid_t pid = getppid(); pid > 1; pid = parent_of(pid)) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
-		if (stat(path, &st))
+	/* 1. PID 1's mount namespace: the host's, whoever started us
+	 * (systemd, a daemon, an orphan of `ip netns exec`). */
+	r = other_mntns_bpffs(1, &self);
+	if (r == 1)
+		best = 1;
+	pid1_unknown = r < 0;
+	/* 2. The outermost ancestor in another mount namespace with a
+	 * bpffs (the shell that ran `ip netns exec`). */
+	for (pid_t pid = getppid(); best != 1 && pid > 1; pid = parent_of(pid)) {
+		r = other_mntns_bpffs(pid, &self);
+		if (r < 0)
 			break;
-		if (st.st_ino == self.st_ino && st.st_dev == self.st_dev)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/root/sys/fs/bpf", pid);
-		if (is_bpffs(path))
+		if (r == 1)
 			best = pid;
 	}
+	/* 3. Only where PID 1 cannot be read: the oldest process that sees
+	 * a bpffs, unless our own /sys/fs/bpf is one. */
+	if (!best && pid1_unknown && !is_bpffs(nfsl_bpffs()))
+		best = scan_mntns_bpffs(&self);
 	if (best) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", best);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		if (setns(fd, CLONE_NEWNS))
-			err = -errno;
-		close(fd);
+		err = enter_mntns(best);
 		if (err)
 			return err;
 	}
-	return is_bpffs(nfsl_bpffs()) ? 0 : -ENOENT;
+	if (is_bpffs(nfsl_bpffs()))
+		return 0;
+	return pid1_unknown ? -EACCES : -ENOENT;
 }
 
-static int netns_cookie(__u64 *cookie)
+int nfsl_netns_cookie(__u64 *cookie)
 {
 	socklen_t sl = sizeof(*cookie);
 	int fd, err = 0;
 
-	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &sl))
@@ -118,7 +199,7 @@ int nfsl_netns_dir(char *buf, size_t len)
 
 	if (!is_bpffs(nfsl_bpffs()))
 		return -ENOMEDIUM;
-	err = netns_cookie(&cookie);
+	err = nfsl_netns_cookie(&cookie);
 	if (err)
 		return err;
 	if (snprintf(buf, len, "%s/nfslice/ns%llu", nfsl_bpffs(),
@@ -168,29 +249,43 @@ static int open_pin(const struct nfsl_domain *d, const char *pin)
 	return fd < 0 ? -errno : fd;
 }
 
-int nfsl_domain_open(struct nfsl_domain *d, const char *name)
+/* Open the pinned maps of the domain whose pins are in d->dir. */
+static int open_maps(struct nfsl_domain *d)
 {
 	__u32 zero = 0;
-	int err;
+	int err = 0;
 
-	memset(d, 0, sizeof(*d));
-	d->store_fd = d->config_fd = d->counters_fd = d->cursor_fd = -1;
-	err = nfsl_domain_dir(d->dir, sizeof(d->dir), name);
-	if (err)
-		return err;
 	if (access(d->dir, F_OK))
 		return -ENOENT;
 	if ((d->store_fd = open_pin(d, NFSL_PIN_STORE)) < 0 ||
 	    (d->config_fd = open_pin(d, NFSL_PIN_CONFIG)) < 0 ||
 	    (d->counters_fd = open_pin(d, NFSL_PIN_COUNTERS)) < 0 ||
-	    (d->cursor_fd = open_pin(d, NFSL_PIN_CURSOR)) < 0) {
+	    (d->cursor_fd = open_pin(d, NFSL_PIN_CURSOR)) < 0)
 		err = -ENOENT; /* a half-made domain: detach cleans it */
-		goto out;
-	}
-	if (bpf_map_lookup_elem(d->config_fd, &zero, &d->cfg))
+	else if (bpf_map_lookup_elem(d->config_fd, &zero, &d->cfg))
 		err = -errno;
-out:
+	if (err) /* no fd outlives a failed open */
+		nfsl_domain_close(d);
 	return err;
+}
+
+int nfsl_domain_open(struct nfsl_domain *d, const char *name)
+{
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->store_fd = d->config_fd = d->counters_fd = d->cursor_fd = -1;
+	err = nfsl_domain_dir(d->dir, sizeof(d->dir), name);
+	return err ? err : open_maps(d);
+}
+
+int nfsl_domain_open_dir(struct nfsl_domain *d, const char *dir)
+{
+	memset(d, 0, sizeof(*d));
+	d->store_fd = d->config_fd = d->counters_fd = d->cursor_fd = -1;
+	if (snprintf(d->dir, sizeof(d->dir), "%s", dir) >= (int)sizeof(d->dir))
+		return -ENAMETOOLONG;
+	return open_maps(d);
 }
 
 void nfsl_domain_close(struct nfsl_domain *d)
@@ -202,6 +297,121 @@ void nfsl_domain_close(struct nfsl_domain *d)
 			close(*fds[i]);
 		*fds[i] = -1;
 	}
+}
+
+/* The pins a domain directory may hold, all of them ours. */
+static const char *const all_pins[] = {
+	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
+	NFSL_PIN_SPLICER, NFSL_PIN_NETNS,
+};
+
+int nfsl_domain_remove(const char *dir)
+{
+	char path[PATH_MAX + 32];
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(all_pins) / sizeof(all_pins[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, all_pins[i]);
+		if (unlink(path) && errno != ENOENT && !err)
+			err = -errno;
+	}
+	if (rmdir(dir) && errno != ENOENT && !err)
+		err = -errno;
+	/* Parents go too once empty (ns<cookie>, then nfslice). */
+	snprintf(path, sizeof(path), "%s", dir);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(path, '/');
+
+		if (!slash)
+			break;
+		*slash = '\0';
+		if (rmdir(path))
+			break;
+	}
+	return err;
+}
+
+/*
+ * The namespace probe: an sk_lookup program that passes every lookup
+ * (r0 = SK_PASS, no socket selected: the kernel's own lookup goes on),
+ * linked to the network namespace. The kernel detaches a netns link when
+ * its namespace exits and then reports netns_ino 0; the link holds no
+ * reference on the namespace, so it never keeps one alive.
+ */
+int nfsl_netns_probe_create(const char *dir)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_SK_LOOKUP);
+	char path[PATH_MAX + 32];
+	int prog = -1, ns = -1, link = -1, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, NFSL_PIN_NETNS);
+	prog = bpf_prog_load(BPF_PROG_TYPE_SK_LOOKUP, "nfsl_netns", "GPL", insns,
+			     sizeof(insns) / sizeof(insns[0]), &po);
+	if (prog < 0) {
+		err = -errno;
+		goto out;
+	}
+	ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ns < 0) {
+		err = -errno;
+		goto out;
+	}
+	link = bpf_link_create(prog, ns, BPF_SK_LOOKUP, NULL);
+	if (link < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (bpf_obj_pin(link, path))
+		err = -errno;
+out:
+	if (link >= 0)
+		close(link);
+	if (ns >= 0)
+		close(ns);
+	if (prog >= 0)
+		close(prog);
+	return err;
+}
+
+int nfsl_netns_probe(const char *dir, __u64 *ino)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX + 32];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, NFSL_PIN_NETNS);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	else if (info.type != BPF_LINK_TYPE_NETNS)
+		err = -EINVAL;
+	close(fd);
+	if (err)
+		return err;
+	*ino = info.netns.netns_ino;
+	return *ino != 0;
+}
+
+int nfsl_domains_lock(void)
+{
+	int fd = open(NFSL_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum)

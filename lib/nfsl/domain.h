@@ -18,6 +18,9 @@
 #define NFSL_PIN_COUNTERS "counters"
 #define NFSL_PIN_CURSOR "cursor"
 #define NFSL_PIN_SPLICER "splicer"
+/* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
+ * network namespace that tells whether it still exists. */
+#define NFSL_PIN_NETNS "netns"
 /* Serialises attach and detach of every domain on the host. */
 #define NFSL_LOCK_FILE "/run/nfslice.lock"
 #define NFSL_NAME_MAX 64
@@ -35,14 +38,26 @@ const char *nfsl_bpffs(void);
  * nfsl_bpffs_enter - make nfsl_bpffs() the persistent bpffs of the host.
  * `ip netns exec` runs commands in a fresh mount namespace with its own
  * /sys, where a bpffs mounted by hand vanishes, unpinning libxdp's links
- * and our maps, when the command exits. So when an ancestor process (the
- * shell that ran `ip netns exec`) sits in another mount namespace whose
- * /sys/fs/bpf is a bpffs, move into that mount namespace (setns). The
- * network namespace is unchanged, so domains stay per network namespace.
- * With $NFSLICE_BPFFS set, no namespace is changed. Call before any thread
- * starts. Returns 0, -ENOENT when nfsl_bpffs() is no bpffs, other -errno.
+ * and our maps, when the command exits. So move (setns) into the mount
+ * namespace, other than ours, whose /sys/fs/bpf is a bpffs, looked for in
+ * this order:
+ *  1. PID 1's (/proc/1/ns/mnt), the host's: it works whoever started us
+ *     (systemd, a daemon, a process orphaned inside `ip netns exec`);
+ *  2. the outermost ancestor's (the shell that ran `ip netns exec`);
+ *  3. only when PID 1's cannot be read (a sandbox that denies ptrace
+ *     access to PID 1) and ours has no bpffs: the lowest-numbered user
+ *     process's that has one (the oldest: on a host, its early daemons).
+ * The network namespace is unchanged, so domains stay per network
+ * namespace. With $NFSLICE_BPFFS set, no namespace is changed. Call
+ * before any thread starts. Returns 0; -ENOENT when there is no bpffs at
+ * nfsl_bpffs() where we end up, PID 1's namespace included; -EACCES when
+ * there is none we could find but PID 1's namespace could not be read
+ * (there may be one there); other -errno (setns) on failure.
  */
 int nfsl_bpffs_enter(void);
+
+/* SO_NETNS_COOKIE of the calling thread's network namespace. */
+int nfsl_netns_cookie(__u64 *cookie);
 
 /* Directory of domains of this network namespace:
  * <bpffs>/nfslice/ns<netns cookie>. Returns 0, -ENOMEDIUM when there is
@@ -61,7 +76,36 @@ int nfsl_name_check(const char *name);
  * namespace, other -errno on failure.
  */
 int nfsl_domain_open(struct nfsl_domain *d, const char *name);
+/* The same for the domain whose pins are in @dir (any namespace's). */
+int nfsl_domain_open_dir(struct nfsl_domain *d, const char *dir);
+/* Close the fds; safe after a failed open (which closed them already). */
 void nfsl_domain_close(struct nfsl_domain *d);
+
+/*
+ * nfsl_domain_remove - unlink every pin of the domain at @dir (ours only:
+ * maps, splicer, namespace probe), the directory, and its parents
+ * ns<cookie> and nfslice once empty. Programs still attached stay. Returns
+ * 0, or the first -errno (-ENOTEMPTY: a file that is not ours is there).
+ */
+int nfsl_domain_remove(const char *dir);
+
+/*
+ * nfsl_netns_probe_create - pin in @dir a namespace probe for the calling
+ * thread's network namespace (an sk_lookup program that passes every
+ * lookup, linked to the namespace; it holds no reference on it).
+ * nfsl_netns_probe - read the probe of the domain at @dir: 1 the namespace
+ * lives (*@ino: its nsfs inode, as stat(2) shows /proc/PID/ns/net), 0 it
+ * is gone (the kernel detached the link when it exited), -ENOENT the
+ * domain has no probe (attached by an older nfslice, or an attach killed
+ * before it), other -errno.
+ */
+int nfsl_netns_probe_create(const char *dir);
+int nfsl_netns_probe(const char *dir, __u64 *ino);
+
+/* Take the host-wide lock on attach, detach, repair and gc
+ * (NFSL_LOCK_FILE), waiting for it. Returns its fd (close releases it) or
+ * -errno. */
+int nfsl_domains_lock(void);
 
 /* Sum the per-CPU counters into @sum. Returns 0 or -errno. */
 int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum);

@@ -92,7 +92,8 @@ static void man_options(FILE *f, const struct nfsl_cmd *cmd)
 		fputs(".TP\n\\fB\\-\\-version\\fR\nshow the version\n", f);
 }
 
-/* "  0  done\n  1  ...": one .TP entry per line, code in bold. */
+/* "  0  done\n  1  ...\n     more": one .TP entry per code, in bold; a
+ * line that starts with no code goes on with the entry before it. */
 static void man_exit_status(FILE *f, const char *text)
 {
 	const char *s = text;
@@ -106,14 +107,16 @@ static void man_exit_status(FILE *f, const char *text)
 		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), s);
 		while (*p == ' ')
 			p++;
-		code = p;
-		while (*p && *p != ' ')
-			p++;
-		if (*p)
-			*p++ = '\0';
-		while (*p == ' ')
-			p++;
-		fprintf(f, ".TP\n.B %s\n", code);
+		if (isdigit((unsigned char)*p)) { /* "3  text": a new entry */
+			code = p;
+			while (*p && *p != ' ')
+				p++;
+			if (*p)
+				*p++ = '\0';
+			while (*p == ' ')
+				p++;
+			fprintf(f, ".TP\n.B %s\n", code);
+		} /* else the entry's text goes on */
 		roff(f, p);
 		s += n + (eol ? 1 : 0);
 	}

@@ -41,6 +41,10 @@ struct nfsl_cmd {
 	int (*run)(void *opts, int argc, char **argv);
 	size_t opts_size;
 	const void *defaults;
+	/* Capabilities it needs (NFSL_CAP() bits of caps.h), with why, for
+	 * the tool to check before it runs (nfsl_caps_missing). */
+	unsigned long long caps;
+	const char *caps_why;
 	/* A program's own command (.prog set) only, for its man page: */
 	const char *exit_status; /* the exit codes, one per line: "  0  done" */
 	const char *const *env; /* pairs NAME, meaning; NULL-terminated */

@@ -15,7 +15,7 @@ import pytest
 from nfrig import COUNTERS, describe, name, poll, run
 
 PREFIX = name("cli")
-PIN_NAMES = {"store", "config", "counters", "cursor", "splicer"}
+PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns"}
 
 
 @pytest.fixture(scope="module")
@@ -120,14 +120,23 @@ def test_interface_in_another_domain(clean, domain):
     assert clean.xdp("dut", "dut1") is None
 
 
-@pytest.mark.parametrize("args", [
-    ("attach", "--name", "np", "dut0"), ("detach", "--name", "np"),
-    ("status", "--name", "np"), ("stats", "--name", "np"),
-], ids=lambda a: a[0])
-def test_not_root(clean, args):
-    """As nobody, every command says it needs root (and how to get it)."""
+@pytest.mark.parametrize("args, caps", [
+    (("attach", "--name", "np", "dut0"),
+     "CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF"),
+    (("detach", "--name", "np"), "CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF"),
+    (("repair", "--name", "np"), "CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF"),
+    (("status", "--name", "np"), "CAP_SYS_ADMIN, CAP_BPF"),
+    (("stats", "--name", "np"), "CAP_BPF"),
+    (("list",), "CAP_SYS_ADMIN, CAP_BPF"),
+    (("gc",), "CAP_SYS_ADMIN, CAP_BPF"),
+], ids=lambda a: a[0] if isinstance(a, tuple) else "")
+def test_not_root(clean, args, caps):
+    """As nobody (no capabilities), every command names the capabilities
+    it misses, why it needs them, and how to get them."""
     cp = clean.nfslice(*args, nobody=True)
-    assert_error(cp, 1, "must run as root", "CAP_BPF", "run it with sudo")
+    assert_error(cp, 1, f"nfslice {args[0]}: missing capabilit",
+                 caps + " (", "run it as root (e.g. with sudo)",
+                 "AmbientCapabilities=")
     assert not clean.pin_dir("np").exists()
 
 
