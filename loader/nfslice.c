@@ -56,7 +56,7 @@ static int check_caps(const struct nfsl_cmd *cmd)
 
 	if (!nfsl_caps_missing(cmd->caps, names, sizeof(names)))
 		return 0;
-	return nfsl_msg("nfslice ", "%s: missing capabilit%s %s (%s); run it as root "
+	return nfsl_msg("", "nfslice %s: missing capabilit%s %s (%s); run it as root "
 			"(e.g. with sudo) or with these capabilities (systemd: "
 			"AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN)",
 			cmd->name, strchr(names, ',') ? "ies" : "y", names, cmd->caps_why);

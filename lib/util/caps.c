@@ -45,6 +45,10 @@ unsigned long long nfsl_caps_missing(unsigned long long need, char *out,
 		return ~0ULL;
 	}
 	eff = (unsigned long long)data[1].effective << 32 | data[0].effective;
+	/* As the kernel's bpf_capable() and perfmon_capable(): CAP_SYS_ADMIN
+	 * stands for CAP_BPF and CAP_PERFMON. */
+	if (eff & NFSL_CAP(CAP_SYS_ADMIN))
+		eff |= NFSL_CAP(CAP_BPF) | NFSL_CAP(CAP_PERFMON);
 	missing = need & ~eff;
 	if (len)
 		out[0] = '\0';

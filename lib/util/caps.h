@@ -23,7 +23,8 @@
 
 /*
  * nfsl_caps_missing - which of the capabilities in @need (NFSL_CAP() bits)
- * the calling thread lacks in its effective set (capget(2)).
+ * the calling thread lacks in its effective set (capget(2)); CAP_SYS_ADMIN
+ * stands for CAP_BPF and CAP_PERFMON, as in the kernel's bpf_capable().
  * Writes their names, comma-separated ("CAP_BPF, CAP_NET_ADMIN"), into
  * @names. Returns that mask (0: all present), or ~0ULL when the set cannot
  * be read (then @names says so).

@@ -1,18 +1,28 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The nfslice CLI: errors, status/stats JSON, pins, namespaces, cleanup.
+"""The nfslice CLI: errors, status/stats JSON, pins, namespaces, cleanup,
+and operating it as xdp-loader or bpftool (issue 7 section 3): list and gc
+across namespaces, status's health exit code and repair, an orphaned
+nfslice, capabilities, --version, help VERB, errors as JSON.
 
-Errors must name the problem and the fix and exit 1 (2 for bad usage), and
-must change nothing. attach/detach must leave the interfaces exactly as
+Errors must name the problem and the fix and exit 1 (2 for bad usage, 3 is
+status's "damaged"), and must change nothing. attach/detach must leave the interfaces exactly as
 `ip link` and `tc` showed them before. One rig for the module; each test
 attaches its own domain and detaches it (the rig finalizer detaches
 whatever a failing test left).
 """
+import hashlib
 import json
 import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from nfrig import COUNTERS, describe, name, poll, run
+import nfrig
+from nfrig import (BPFFS, COUNTERS, NETNS_DIR, NFSLICE, PY, ROOT, describe,
+                   must, name, poll, run)
 
 PREFIX = name("cli")
 PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns"}
@@ -466,3 +476,500 @@ def test_attach_turns_off_gro_merging(clean):
                 x for k in ("gro", *merge)
                 for x in (k, f["generic-receive-offload" if k == "gro"
                                else k].split()[0])])
+
+
+# ------------------------------------------ version, help, JSON errors --
+TOOLS = (Path(NFSLICE), ROOT / "build" / "nfslice-pktgen",
+         ROOT / "build" / "nfslice-delay")
+
+
+def git_describe():
+    """`git describe` of the checkout, as the build saw it; None outside
+    git."""
+    cp = run(["git", "-C", ROOT, "describe", "--tags", "--always", "--dirty"])
+    return cp.stdout.strip() if cp.returncode == 0 else None
+
+
+def test_version():
+    """Every tool prints "TOOL VERSION" on stdout and exits 0; the three
+    print one version, from one place (lib/util/version.c plus the
+    build's git describe)."""
+    versions = set()
+    for tool in TOOLS:
+        cp = run([tool, "--version"])
+        assert cp.returncode == 0 and cp.stderr == "", describe(cp)
+        prog, _, version = cp.stdout.rstrip("\n").partition(" ")
+        assert prog == tool.name and version, describe(cp)
+        versions.add(version)
+    assert len(versions) == 1, versions
+    version = versions.pop()
+    # "0.1.0", and in a git checkout "0.1.0 (git DESCRIBE)" (the build's
+    # commit: others may have committed since, so only its form).
+    assert re.fullmatch(r"\d+\.\d+\.\d+( \(git [\w.+-]+\))?", version), version
+    if git_describe() is not None:
+        assert " (git " in version, version
+    # The man page carries it too.
+    cp = run([NFSLICE, "--man"])
+    assert f'"nfslice {version}"' in cp.stdout
+
+
+@pytest.mark.parametrize("verb", ["attach", "detach", "repair", "status",
+                                  "stats", "list", "gc"])
+def test_help_verb(verb):
+    """`nfslice help VERB` is `nfslice VERB --help`: stdout, exit 0."""
+    a, b = run([NFSLICE, "help", verb]), run([NFSLICE, verb, "--help"])
+    assert a.returncode == b.returncode == 0, (describe(a), describe(b))
+    assert a.stdout == b.stdout and a.stdout.startswith(
+        f"Usage: nfslice {verb} "), describe(a)
+
+
+def test_help_lists_commands_and_exit_codes():
+    """`nfslice help` is `nfslice --help`: every command, every exit code,
+    `help COMMAND` and --version; an unknown VERB is bad usage."""
+    a, b = run([NFSLICE, "help"]), run([NFSLICE, "--help"])
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
+    for verb in ("attach", "detach", "repair", "status", "stats", "list",
+                 "gc"):
+        assert f"\n  {verb} " in a.stdout, verb
+    exit_status = a.stdout.split("Exit status:\n")[1]
+    for code in range(4):
+        assert f"  {code}  " in exit_status, code
+    assert "nfslice help COMMAND" in a.stdout and "--version" in a.stdout
+    assert_error(run([NFSLICE, "help", "nope"]), 2,
+                 "unknown command 'nope'")
+    # The man page has the same exit codes.
+    man = run([NFSLICE, "--man"]).stdout
+    assert ".SH EXIT STATUS" in man and ".B 3\n" in man
+
+
+def json_error(cp, code, *needles):
+    """CP printed exactly one JSON error object {"error", "code"} on
+    stdout, nothing on stderr, and exited CODE; its message."""
+    assert cp.returncode == code, describe(cp)
+    assert cp.stderr == "", describe(cp)
+    assert cp.stdout.count("\n") == 1, describe(cp)
+    obj = json.loads(cp.stdout)
+    assert set(obj) == {"error", "code"} and obj["code"] == code, obj
+    for n in needles:
+        assert n in obj["error"], (n, obj)
+    return obj["error"]
+
+
+@pytest.mark.parametrize("args, code, needles", [
+    (("status", "--name", "ghost", "--json"), 1,
+     ("no domain 'ghost' is attached",)),
+    (("stats", "--name", "ghost", "--json"), 1,
+     ("no domain 'ghost' is attached",)),
+    (("status", "--json", "--color"), 2,
+     ("unknown option '--color'", "See 'nfslice status --help'")),
+    (("stats", "--json", "--interval", "0"), 2,
+     ("--interval '0' is not valid",)),
+    (("nope", "--json"), 2, ("unknown command 'nope'",)),
+    # The writer escapes: a name with a double quote and a backslash.
+    (("status", "--name", 'a"b\\c', "--json"), 1,
+     ('invalid domain name \'a"b\\c\'',)),
+], ids=["status-no-domain", "stats-no-domain", "unknown-option",
+        "bad-value", "unknown-command", "escaped"])
+def test_json_errors(clean, args, code, needles):
+    """Under --json an error is one object on stdout, {"error": MESSAGE,
+    "code": EXIT}, the exit status the same as without --json."""
+    json_error(clean.nfslice(*args), code, *needles)
+
+
+def test_json_error_capability(clean):
+    """The capability refusal is a JSON error too."""
+    cp = clean.nfslice("list", "--json", nobody=True)
+    json_error(cp, 1, "nfslice list: missing capabilities CAP_SYS_ADMIN, "
+               "CAP_BPF")
+
+
+# ---------------------------------------------------------- capabilities --
+@pytest.mark.parametrize("drop, args, missing", [
+    ("net_admin", ("attach", "--name", "nocap", "dut0"), "CAP_NET_ADMIN"),
+    ("sys_admin", ("attach", "--name", "nocap", "dut0"), "CAP_SYS_ADMIN"),
+    ("sys_admin", ("status", "--name", "nocap"), "CAP_SYS_ADMIN"),
+    # CAP_SYS_ADMIN stands for CAP_BPF (the kernel's bpf_capable()).
+    ("sys_admin,-bpf", ("stats", "--name", "nocap"), "CAP_BPF"),
+], ids=["attach-net_admin", "attach-sys_admin", "status-sys_admin",
+        "stats-bpf"])
+def test_missing_capability_named(clean, drop, args, missing):
+    """Root without a capability: refused before anything is done, the
+    message names exactly what is missing (no "must run as root")."""
+    cp = clean.exec("dut", "setpriv", f"--bounding-set=-{drop}",
+                    f"--inh-caps=-{drop}", NFSLICE, *args)
+    assert_error(cp, 1, f"nfslice {args[0]}: missing capability {missing} (",
+                 "run it as root")
+    assert not clean.pin_dir("nocap").exists()
+    assert clean.xdp("dut", "dut0") is None
+
+
+# ------------------------------------------------------- list and gc --
+def list_json(rig):
+    """`nfslice list --json` (run in the DUT): {dir: domain}."""
+    return {d["dir"]: d for d in json.loads(must(rig.nfslice("list",
+                                                            "--json")))}
+
+
+@pytest.fixture
+def spare_ns(clean):
+    """Factory: spare_ns(STEM) makes namespace nfrig.name(STEM) with a veth
+    pair v0/v1 (up) and returns (name, cookie). Namespaces and the pins of
+    their cookies are removed after the test, whatever happened."""
+    made = []
+
+    def make(stem):
+        ns = name(stem)
+        must(run(["ip", "netns", "add", ns]))
+        made.append(ns)
+        for cmd in (["link", "add", "v0", "type", "veth", "peer", "name",
+                     "v1"], ["link", "set", "v0", "up"],
+                    ["link", "set", "v1", "up"]):
+            must(run(["ip", "-n", ns, *cmd]))
+        cookie = int(must(run(["ip", "netns", "exec", ns, PY, "-c",
+                               nfrig.COOKIE_PY])))
+        nfrig.COOKIES.add(cookie)
+        made.append(cookie)
+        return ns, cookie
+
+    yield make
+    for x in made:
+        if isinstance(x, str):
+            if (NETNS_DIR / x).exists():
+                run(["ip", "netns", "exec", x, NFSLICE, "detach", "--name",
+                     "spare"], timeout=60)
+                run(["ip", "netns", "delete", x])
+        else:
+            # A domain whose namespace went: its pins, by hand (gc would
+            # take every gone namespace's, other runs' too).
+            shutil.rmtree(BPFFS / "nfslice" / f"ns{x}", ignore_errors=True)
+
+
+def attach_in(ns, *ifaces, name="spare"):
+    """Attach domain NAME in namespace NS (ip netns exec); assert success."""
+    must(run(["ip", "netns", "exec", ns, NFSLICE, "attach", "--name", name,
+              *ifaces], timeout=60))
+
+
+def test_list_every_namespace(clean, domain, spare_ns):
+    """list shows the domains of every namespace, from any namespace: the
+    namespace by cookie and /run/netns name, the interfaces by name
+    (resolved inside it), health ok; text and JSON agree."""
+    rig = clean
+    domain("lst", "dut0", "dut1")
+    ns, cookie = spare_ns("cli-lst")
+    attach_in(ns, "v0")
+    # Seen alike from the DUT and from the host (other runs' domains may
+    # come and go meanwhile: only ours are compared).
+    seen = list_json(rig)
+    host = {d["dir"]: d for d in json.loads(must(run([NFSLICE, "list",
+                                                      "--json"])))}
+    spare_dir = str(BPFFS / "nfslice" / f"ns{cookie}" / "spare")
+    for d in (str(rig.pin_dir("lst")), spare_dir):
+        assert seen[d] == host[d]
+    dut = seen[str(rig.pin_dir("lst"))]
+    assert dut["name"] == "lst" and dut["healthy"] is True, dut
+    assert dut["problems"] == [] and dut["complete"] is True
+    assert dut["netns"] == {"cookie": rig.cookies["dut"],
+                            "inode": os.stat(NETNS_DIR / rig.ns("dut")).st_ino,
+                            "name": rig.ns("dut"), "state": "alive",
+                            "probe": True, "reachable": True}
+    assert [(i["name"], i["present"], i["xdp"], i["tc_egress"])
+            for i in dut["interfaces"]] == [("dut0", True, "native", True),
+                                            ("dut1", True, "native", True)]
+    spare = seen[spare_dir]
+    assert spare["netns"]["name"] == ns and spare["netns"]["state"] == "alive"
+    assert [i["name"] for i in spare["interfaces"]] == ["v0"]
+    # The text form: one line per domain, header first.
+    lines = must(rig.nfslice("list")).splitlines()
+    assert lines[0].split()[:2] == ["NAME", "NETNS"]
+    row = [ln for ln in lines if ln.startswith("lst ")]
+    assert len(row) == 1 and f"ns{rig.cookies['dut']} {rig.ns('dut')}" in \
+        row[0] and "dut0,dut1" in row[0] and row[0].endswith(" ok"), lines
+
+
+def wait_gone(rig, d):
+    """Poll list until the domain at pin directory D reports its namespace
+    gone (the kernel tears a deleted namespace down asynchronously)."""
+    poll(lambda: list_json(rig)[str(d)]["netns"]["state"] == "gone", 20,
+         f"the namespace of {d} to be reported gone", interval=0.2)
+
+
+def test_gc_removes_domains_of_deleted_namespaces(clean, domain, spare_ns):
+    """A namespace deleted under its domain: list says gone, gc --dry-run
+    names it and removes nothing, gc removes its pins (and the emptied
+    ns<cookie> directory); the domains of live namespaces stay whole."""
+    rig = clean
+    domain("keep", "dut0", "dut1")
+    ns, cookie = spare_ns("cli-gc")
+    attach_in(ns, "v0", "v1")
+    d = BPFFS / "nfslice" / f"ns{cookie}" / "spare"
+    assert d.is_dir()
+    # Nothing of ours to collect while every namespace lives (another
+    # run's gone namespaces may be collected: gc is host-wide).
+    out = json.loads(must(rig.nfslice("gc", "--json")))
+    assert set(out) == {"dry_run", "removed", "unknown"}
+    assert out["dry_run"] is False
+    mine = {str(d), str(rig.pin_dir("keep"))}
+    assert not mine & {r["dir"] for r in out["removed"] + out["unknown"]}
+    assert d.is_dir()
+    must(run(["ip", "netns", "delete", ns]))
+    wait_gone(rig, d)
+    gone = list_json(rig)[str(d)]
+    assert gone["healthy"] is False and gone["netns"]["name"] is None
+    assert "nfslice gc" in gone["problems"][0]
+    # --dry-run: said, not done.
+    cp = rig.nfslice("gc", "--dry-run")
+    assert f"nfslice: would remove domain 'spare' of a network namespace " \
+        f"that is gone (ns{cookie}): {d}\n" in must(cp), cp
+    assert d.is_dir()
+    out = json.loads(must(rig.nfslice("gc", "--json")))
+    assert {"name": "spare", "dir": str(d), "cookie": cookie} in \
+        out["removed"], out
+    assert not d.exists() and not d.parent.exists()
+    # The live domain is untouched and healthy.
+    st = rig.status("keep")
+    assert st["healthy"] is True
+    assert all(os.path.isfile(p) for p in st["pins"].values())
+    # And gc is idempotent.
+    out = json.loads(must(rig.nfslice("gc", "--json")))
+    assert str(d) not in {r["dir"] for r in out["removed"]}
+
+
+def test_gc_keeps_a_namespace_held_by_a_file_descriptor(clean, spare_ns):
+    """A namespace with no name and no process, alive only through an open
+    file descriptor: list says alive (not reachable), gc keeps its domain;
+    when the descriptor closes, the namespace goes and gc removes it."""
+    rig = clean
+    ns, cookie = spare_ns("cli-fd")
+    attach_in(ns, "v0")
+    d = BPFFS / "nfslice" / f"ns{cookie}" / "spare"
+    holder = subprocess.Popen(
+        [PY, "-c", "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
+         "print('held', flush=True); sys.stdin.read()", NETNS_DIR / ns],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        must(run(["ip", "netns", "delete", ns]))
+        dom = list_json(rig)[str(d)]
+        assert dom["netns"]["state"] == "alive", dom
+        assert dom["netns"]["reachable"] is False and dom["healthy"] is None
+        out = json.loads(must(rig.nfslice("gc", "--json")))
+        assert str(d) not in {r["dir"] for r in out["removed"]}, out
+        assert d.is_dir()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    wait_gone(rig, d)
+    out = json.loads(must(rig.nfslice("gc", "--json")))
+    assert str(d) in {r["dir"] for r in out["removed"]}, out
+    assert not d.exists()
+
+
+# ------------------------------------------------- health and repair --
+HTTP_PORT = 8080   # forwarded by the rig's ACL (scripts/rig.sh)
+FILE_BYTES = 8 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def http_file(rig, tmp_path_factory):
+    """An HTTP server in the server namespace with an 8 MB random file;
+    yields its sha256."""
+    www = tmp_path_factory.mktemp("www")
+    data = os.urandom(FILE_BYTES)
+    (www / "blob").write_bytes(data)
+    proc = rig.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind",
+                     "0.0.0.0", "--directory", www)
+    rig.wait_listen("srv", HTTP_PORT)
+    yield hashlib.sha256(data).hexdigest()
+    rig.stop(proc)
+
+
+def download(rig, sha256, tmp_path):
+    """curl the file through the DUT (sliced on dut1, spliced on dut0);
+    assert it arrived whole."""
+    out = tmp_path / "blob"
+    must(rig.exec("cli", "curl", "-sS", "--fail", "--max-time", "60",
+                  "--speed-limit", "100000", "--speed-time", "5", "-o", out,
+                  f"http://{rig.env['SRV_IP4']}:{HTTP_PORT}/blob",
+                  timeout=90))
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == sha256
+    out.unlink()
+
+
+def status_rc(rig, name):
+    """(exit status, parsed JSON) of `nfslice status --json` for NAME."""
+    cp = rig.nfslice("status", "--name", name, "--json")
+    try:
+        return cp.returncode, json.loads(cp.stdout)
+    except ValueError:
+        raise AssertionError(describe(cp)) from None
+
+
+@pytest.mark.parametrize("damage", ["filter", "qdisc"])
+def test_status_damaged_and_repair(clean, domain, http_file, tmp_path,
+                                   damage):
+    """The slicer of dut1 removed by hand (ip link set dev dut1 xdp off)
+    and the splicer of dut0 (tc filter del, or the whole clsact qdisc):
+    status exits 3 naming both, with the fix; list says DAMAGED; repair
+    re-attaches them (splicer first) with the pinned store and config, and
+    a download through the DUT is then sliced and arrives whole."""
+    rig = clean
+    st = domain("dmg", "dut0", "dut1")
+    download(rig, http_file, tmp_path)
+    assert rig.status("dmg")["healthy"] is True
+    must(rig.exec("dut", "ip", "link", "set", "dev", "dut1", "xdp", "off"))
+    if damage == "filter":
+        must(rig.exec("dut", "tc", "filter", "del", "dev", "dut0", "egress"))
+    else:
+        must(rig.exec("dut", "tc", "qdisc", "del", "dev", "dut0", "clsact"))
+    rc, bad = status_rc(rig, "dmg")
+    assert rc == 3 and bad["healthy"] is False, bad
+    assert bad["problems"] == ["dut0: splicer missing (tc egress)",
+                               "dut1: slicer missing (XDP)"], bad
+    assert bad["fix"] == "restore the missing programs with: nfslice " \
+        "repair --name dmg"
+    text = rig.nfslice("status", "--name", "dmg")
+    assert text.returncode == 3 and "health   DAMAGED" in text.stdout
+    assert list_json(rig)[st["dir"]]["healthy"] is False
+    # The text list row says DAMAGED; list itself exits 0.
+    assert "DAMAGED" in must(rig.nfslice("list"))
+    before = rig.stats("dmg")
+    out = must(rig.nfslice("repair", "--name", "dmg"))
+    assert out.splitlines() == [
+        "nfslice: splicer re-attached to dut0",
+        "nfslice: slicer re-attached to dut1 (XDP native)",
+        "nfslice: domain 'dmg' repaired"], out
+    after = rig.status("dmg")     # exit 0
+    assert after["healthy"] is True and after["problems"] == []
+    # The same store and configuration: the pins and counters survived.
+    assert after["pins"] == st["pins"]
+    assert {k: after[k] for k in ("slots", "threshold", "keep", "expiry")} \
+        == {k: st[k] for k in ("slots", "threshold", "keep", "expiry")}
+    assert rig.stats("dmg")["sliced"] >= before["sliced"]
+    ids = {i["name"]: i for i in after["interfaces"]}
+    assert ids["dut1"]["xdp_prog_id"] == rig.xdp("dut", "dut1")["prog"]["id"]
+    # Traffic: sliced on dut1 again, spliced on dut0, intact.
+    s0 = rig.stats("dmg")
+    download(rig, http_file, tmp_path)
+    s1 = rig.stats("dmg")
+    assert s1["sliced"] - s0["sliced"] > 100, (s0, s1)
+    assert s1["stale"] == s1["bad_token"] == 0, s1
+    # Nothing left to repair; detach leaves the interfaces bare (the
+    # clean fixture checks, the recreated clsact included).
+    assert "nothing to repair" in must(rig.nfslice("repair", "--name",
+                                                   "dmg"))
+
+
+def test_status_interface_gone(clean, domain):
+    """An interface of the domain deleted: status exits 3 naming it by
+    ifindex; repair refuses (exit 1) and says to detach; detach works."""
+    rig = clean
+    must(rig.exec("dut", "ip", "link", "add", "gone0", "type", "veth",
+                  "peer", "name", "gone1"))
+    try:
+        for dev in ("gone0", "gone1"):
+            must(rig.exec("dut", "ip", "link", "set", dev, "up"))
+        st = domain("gone", "dut0", "gone0")
+        ifindex = st["interfaces"][1]["ifindex"]
+    finally:
+        rig.exec("dut", "ip", "link", "del", "gone0")
+    rc, bad = status_rc(rig, "gone")
+    assert rc == 3, bad
+    assert bad["interfaces"][1] == {
+        "name": None, "ifindex": ifindex, "present": False, "nf_port": False,
+        "xdp": None, "xdp_prog_id": 0, "tc_egress": False, "tc_prog_id": 0}
+    assert bad["problems"] == [f"ifindex {ifindex}: interface gone "
+                               "(deleted, or moved to another network "
+                               "namespace)"]
+    assert "detach" in bad["fix"]
+    assert_error(rig.nfslice("repair", "--name", "gone"), 1,
+                 f"ifindex {ifindex}: interface gone",
+                 "nfslice detach --name gone")
+    rig.detach("gone")
+
+
+def test_repair_unknown_domain(clean):
+    """repair of a domain that is not there: exit 1, the usual message."""
+    assert_error(clean.nfslice("repair", "--name", "ghost"), 1,
+                 "no domain 'ghost' is attached")
+
+
+# ------------------------------------------------------ orphaned runs --
+ORPHAN_PY = r"""
+import os, subprocess, sys, time
+out, args = sys.argv[1], sys.argv[2:]
+launcher = os.getpid()
+pid = os.fork()
+if pid:                       # the launcher: waits for the middle only
+    os.waitpid(pid, 0)
+    sys.exit(0)
+os.setsid()
+middle = os.getpid()
+if os.fork():                 # the middle: exits, orphaning its child
+    os._exit(0)
+while os.getppid() == middle:
+    time.sleep(0.01)
+with open(os.path.join(out, "ppid"), "w") as f:
+    f.write(f"{os.getppid()} {launcher} {middle}")
+cp = subprocess.run(args, capture_output=True, text=True)
+for k, v in (("stdout", cp.stdout), ("stderr", cp.stderr),
+             ("rc", str(cp.returncode))):
+    with open(os.path.join(out, k), "w") as f:
+        f.write(v)
+os.rename(os.path.join(out, "rc"), os.path.join(out, "done"))
+"""
+
+
+def orphaned(rig, tmp_path, *args, env=None):
+    """Run build/nfslice ARGS inside `ip netns exec DUT` as an orphan: a
+    double fork, the launcher and `ip netns exec` gone before nfslice
+    starts, so no ancestor leads to the host's mount namespace (as under
+    a daemon or systemd). ENV is added to its environment. Returns (rc,
+    stdout, stderr)."""
+    out = tmp_path / "orphan"
+    out.mkdir()
+    launcher = rig.exec("dut", PY, "-c", ORPHAN_PY, out, NFSLICE, *args,
+                        env=env)
+    assert launcher.returncode == 0, describe(launcher)
+    poll(lambda: (out / "done").exists(), 60, "the orphaned nfslice",
+         interval=0.05)
+    rc, stdout, stderr, lineage = (
+        (out / k).read_text() for k in ("done", "stdout", "stderr", "ppid"))
+    shutil.rmtree(out)
+    # Its parent is PID 1 or a subreaper: neither of its launchers.
+    ppid, launcher_pid, middle = lineage.split()
+    assert ppid not in (launcher_pid, middle), lineage
+    return int(rc), stdout, stderr
+
+
+def test_orphaned_nfslice_finds_the_hosts_bpffs(clean, tmp_path):
+    """nfslice orphaned inside `ip netns exec` (its own /sys, no bpffs,
+    parent PID 1 or a subreaper): attach pins in the host's bpffs, where
+    they outlive it; status from another orphan finds them; no "mount a
+    bpffs" advice, since one is mounted."""
+    rig = clean
+    rc, out, err = orphaned(rig, tmp_path, "attach", "--name", "orph",
+                            "dut0", "dut1")
+    try:
+        assert rc == 0, err
+        assert "mount" not in err, err
+        assert f"pins: {rig.pin_dir('orph')}" in out
+        # The orphan's mount namespace is gone; the pins are not.
+        assert all((rig.pin_dir("orph") / p).exists() for p in PIN_NAMES)
+        rc, out, err = orphaned(rig, tmp_path, "status", "--name", "orph",
+                                "--json")
+        assert rc == 0, err
+        assert json.loads(out)["dir"] == str(rig.pin_dir("orph"))
+        assert rig.status("orph")["healthy"] is True
+    finally:
+        if rig.pin_dir("orph").exists():
+            rig.detach("orph")
+
+
+def test_orphan_without_bpffs_is_told_to_mount(clean, tmp_path):
+    """Where there is really no bpffs (NFSLICE_BPFFS names a plain
+    directory) the orphan gets the advice to mount one."""
+    rc, out, err = orphaned(clean, tmp_path, "status",
+                            env={"NFSLICE_BPFFS": "/tmp"})
+    assert rc == 1 and out == "", (out, err)
+    assert "no bpffs at /tmp" in err and "mount -t bpf bpf /tmp" in err, err
