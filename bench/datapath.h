@@ -6,12 +6,24 @@
  *
  *   xdp-empty     nothing: bias of the run-time statistics (XDP)
  *   xdp-parse     header parser only (nfsl_parse.h)
+ *   xdp-route     header parser and the slicer's route check (nfsl_route.h:
+ *                 bpf_fib_lookup), no slicing
  *   xdp-copy      bpf_xdp_load_bytes of the payload into the store slot the
- *                 slicer would take next (its per-CPU cursor), no claim,
- *                 then a locked add so its cache misses count in its time
+ *                 slicer would take next (its per-CPU cursor, in the hot
+ *                 window), no claim, then a locked add so its cache misses
+ *                 count in its time
  *   xdp-copy-nofence  the same without the locked add
  *   xdp-copy-warm the same copy, always into one slot
+ *   xdp-copy-cold the same copy with the cursor of slicer-cold: FIFO over
+ *                 the whole partition, each slot last written a
+ *                 partition's worth of packets earlier
  *   slicer        nfsl_slicer on a fresh packet
+ *   slicer-nofib  the same slicer with its route check short-circuited
+ *                 after the interface and MAC checks (bench/bpf/
+ *                 slicer_nofib.bpf.c): no bpf_fib_lookup
+ *   slicer-cold   the slicer on its own cursor and config, window = the
+ *                 whole partition (win_min = part_slots): the FIFO store
+ *                 as it was before the hot window, on the same store
  *   tc-empty      nothing: bias of the run-time statistics (tc)
  *   tc-parse      header parser only
  *   tc-store      bpf_skb_change_tail + bpf_skb_store_bytes of the parked
@@ -33,7 +45,11 @@
  * (BPF_F_TEST_XDP_LIVE_FRAMES), one batch of fresh pages per call.
  *
  * The domain maps are configured as `nfslice attach` does; the splicer and
- * the baselines reuse the slicer's maps. The process pins itself to one
+ * the baselines reuse the slicer's maps (the cold pair: the store and the
+ * counters only). The allocation state (window, cursor) of the slicer is
+ * reset after a block that parks many payloads at once (lag, live frames),
+ * as if its window had shrunk back, so other blocks find it as traffic
+ * with few payloads in flight leaves it. The process pins itself to one
  * CPU and moves into a fresh network namespace of its own, where packets
  * enter on one veth of the domain and the FIB sends them out of another
  * (the slicer slices only what leaves through a domain interface), so
@@ -64,16 +80,21 @@
 #define PKT_BUF 4096
 #define SLICED_BUF 256
 #define LIVE_BATCH 256 /* largest batch of a live-frames run */
+#define DP_ROUTE_SLICE 0 /* NFSL_ROUTE_SLICE of bpf/nfsl_route.h */
 
 enum hook { HOOK_XDP, HOOK_TC };
 
 enum bench_id {
 	B_XDP_EMPTY,
 	B_XDP_PARSE,
+	B_XDP_ROUTE,
 	B_XDP_COPY,
 	B_XDP_COPY_NOFENCE,
 	B_XDP_COPY_WARM,
+	B_XDP_COPY_COLD,
 	B_SLICER,
+	B_SLICER_NOFIB,
+	B_SLICER_COLD,
 	B_TC_EMPTY,
 	B_TC_PARSE,
 	B_TC_STORE,
@@ -105,6 +126,7 @@ extern const struct bench_desc benches[B_NR];
 
 /* Skeletons (build/.output/NAME.skel.h). */
 struct slicer_bpf;
+struct slicer_nofib_bpf;
 struct splicer_bpf;
 struct bench_xdp_bpf;
 struct bench_tc_bpf;
@@ -121,6 +143,7 @@ struct opts {
 	bool udp, tcp;
 	bool live;
 	bool flush; /* evict the store from the caches before each block */
+	unsigned int win_min; /* config win_min of the (hot) slicer, 0: default */
 	bool sel[B_NR]; /* programs to measure (with their bias and baselines) */
 	const char *json;
 	const char *csv;
@@ -154,8 +177,11 @@ struct sliced {
 struct bench {
 	struct opts o;
 	struct slicer_bpf *sl;
+	struct slicer_bpf *slc; /* slicer-cold: own config and cursor */
+	struct slicer_nofib_bpf *sn;
 	struct splicer_bpf *sp;
 	struct bench_xdp_bpf *bx;
+	struct bench_xdp_bpf *bxc; /* xdp-copy-cold: on slicer-cold's maps */
 	struct bench_tc_bpf *bt;
 	struct nfsl_config cfg;
 	struct nfsl_slot *store; /* mmap of nfsl_store */
@@ -195,6 +221,7 @@ int dp_setup_domain(struct bench *b);
 int dp_setup_cases(struct bench *b);
 int dp_read_counters(struct bench *b, struct nfsl_counters *sum);
 void dp_release_all(struct bench *b);
+int dp_reset_alloc(struct bench *b);
 int dp_flush_store(struct bench *b);
 
 /* datapath_run.c */

@@ -18,6 +18,7 @@
 #include "util.h"
 
 #include "slicer.skel.h"
+#include "slicer_nofib.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -25,10 +26,14 @@
 const struct bench_desc benches[B_NR] = {
 	[B_XDP_EMPTY] = {"xdp-empty", HOOK_XDP, 0, -1, -1, 0, B_LIVE_EMPTY},
 	[B_XDP_PARSE] = {"xdp-parse", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_PARSE},
+	[B_XDP_ROUTE] = {"xdp-route", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY] = {"xdp-copy", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_COPY},
 	[B_XDP_COPY_NOFENCE] = {"xdp-copy-nofence", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY_WARM] = {"xdp-copy-warm", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_XDP_COPY_COLD] = {"xdp-copy-cold", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_SLICER] = {"slicer", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY, 1.5, B_LIVE_SLICER},
+	[B_SLICER_NOFIB] = {"slicer-nofib", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY, 0, -1},
+	[B_SLICER_COLD] = {"slicer-cold", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
 	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
@@ -140,9 +145,12 @@ out:
 		free(b.cases);
 	}
 	free(b.ring);
+	bench_xdp_bpf__destroy(b.bxc);
 	bench_xdp_bpf__destroy(b.bx);
 	bench_tc_bpf__destroy(b.bt);
 	splicer_bpf__destroy(b.sp);
+	slicer_nofib_bpf__destroy(b.sn);
+	slicer_bpf__destroy(b.slc);
 	slicer_bpf__destroy(b.sl);
 	return ret;
 }

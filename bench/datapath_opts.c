@@ -110,6 +110,7 @@ static const struct option long_opts[] = {
 	{"live-repeat", required_argument, NULL, 'L'},
 	{"no-live", no_argument, NULL, 'N'},
 	{"flush", no_argument, NULL, 'F'},
+	{"win-min", required_argument, NULL, 'W'},
 	{"programs", required_argument, NULL, 'P'},
 	{"cpu", required_argument, NULL, 'c'},
 	{"json", required_argument, NULL, 'j'},
@@ -144,10 +145,14 @@ static void usage(FILE *f)
 		"  -N, --no-live        skip the live-frames cross-check\n"
 		"  -F, --flush          evict the store from all caches (clflush) before\n"
 		"                       each block: slots come from DRAM, not from L3\n"
+		"  -W, --win-min N      smallest hot window of the slicer's store, in slots\n"
+		"                       (config win_min; default 0: NFSL_WIN_MIN);\n"
+		"                       slicer-cold always uses the whole partition\n"
 		"  -P, --programs LIST  measure only these (plus their bias and baselines):\n"
-		"                       xdp-empty, xdp-parse, xdp-copy, xdp-copy-nofence,\n"
-		"                       xdp-copy-warm,\n"
-		"                       slicer, tc-empty, tc-parse, tc-store, splicer,\n"
+		"                       xdp-empty, xdp-parse, xdp-route, xdp-copy,\n"
+		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
+		"                       slicer, slicer-nofib, slicer-cold,\n"
+		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"
 		"  -c, --cpu N          CPU to pin to (default: the last online CPU)\n"
 		"  -j, --json FILE      write all results as JSON\n"
@@ -175,7 +180,7 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 	for (c = 0; c < B_NR; c++)
 		o->sel[c] = true;
 
-	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFP:c:j:C:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:P:c:j:C:qh", long_opts, NULL)) != -1) {
 		unsigned int v;
 
 		switch (c) {
@@ -216,6 +221,10 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case 'F':
 			o->flush = true;
+			break;
+		case 'W':
+			if (parse_uint("win-min", optarg, 0, NFSL_DEF_SLOTS, &o->win_min))
+				return -1;
 			break;
 		case 'P':
 			if (parse_programs(o, optarg))

@@ -11,12 +11,13 @@
 
 #include "datapath.h"
 #include "json_writer.h"
+#include "nfsl_store.h"
 
 /* Order of the rows in the printed table. */
 /* clang-format off */
 static const int row_order[] = {
-	B_XDP_EMPTY, B_XDP_PARSE, B_XDP_COPY, B_XDP_COPY_NOFENCE, B_XDP_COPY_WARM, B_SLICER,
-	B_TC_EMPTY, B_TC_PARSE, B_TC_STORE, B_SPLICER, B_TC_STORE_LAG, B_SPLICER_LAG,
+	B_XDP_EMPTY, B_XDP_PARSE, B_XDP_ROUTE, B_XDP_COPY, B_XDP_COPY_NOFENCE, B_XDP_COPY_WARM,
+	B_XDP_COPY_COLD, B_SLICER, B_SLICER_NOFIB, B_SLICER_COLD, B_TC_EMPTY, B_TC_PARSE, B_TC_STORE, B_SPLICER, B_TC_STORE_LAG, B_SPLICER_LAG,
 };
 /* clang-format on */
 
@@ -122,6 +123,7 @@ int dp_write_json(const struct bench *b, const char *path)
 	jsonw_uint_field(&w, "part_slots", cfg->part_slots);
 	jsonw_uint_field(&w, "ncpus", cfg->ncpus);
 	jsonw_uint_field(&w, "expiry", cfg->expiry);
+	jsonw_uint_field(&w, "win_min", nfsl_win_size(0, cfg->win_min, cfg->part_slots));
 	jsonw_uint_field(&w, "interfaces", cfg->nifaces);
 	jsonw_end_object(&w);
 	jsonw_name(&w, "method");
@@ -261,6 +263,10 @@ void dp_print_table(const struct bench *b)
 	       "per block, lag %u, %.1f s\n",
 	       u.release, model, sysconf(_SC_NPROCESSORS_ONLN), b->o.cpu, b->o.rounds, b->o.iters,
 	       b->o.lag, b->elapsed);
+	printf("store: %u slots, %u per CPU partition; hot window from %u slots, cold "
+	       "(slicer-cold, xdp-copy-cold): the whole partition\n",
+	       b->cfg.slots, b->cfg.part_slots,
+	       nfsl_win_size(0, b->cfg.win_min, b->cfg.part_slots));
 	printf("%-5s %-5s %-16s %8s %17s %8s %8s  %-13s %-18s %-6s %s\n", "size", "proto",
 	       "program", "ns/pkt", "[p25 .. p75]", "dur-xchk", "live", "baseline",
 	       "ratio [p25..p75]", "target", "met");

@@ -19,6 +19,7 @@
 #include "util.h"
 
 #include "slicer.skel.h"
+#include "slicer_nofib.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -32,6 +33,8 @@ static int prog_fd(struct bench *b, int id)
 	case B_XDP_PARSE:
 	case B_LIVE_PARSE:
 		return bpf_program__fd(b->bx->progs.bench_xdp_parse);
+	case B_XDP_ROUTE:
+		return bpf_program__fd(b->bx->progs.bench_xdp_route);
 	case B_XDP_COPY:
 	case B_LIVE_COPY:
 		return bpf_program__fd(b->bx->progs.bench_xdp_copy);
@@ -39,9 +42,15 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->bx->progs.bench_xdp_copy_nofence);
 	case B_XDP_COPY_WARM:
 		return bpf_program__fd(b->bx->progs.bench_xdp_copy_warm);
+	case B_XDP_COPY_COLD:
+		return bpf_program__fd(b->bxc->progs.bench_xdp_copy);
 	case B_SLICER:
 	case B_LIVE_SLICER:
 		return bpf_program__fd(b->sl->progs.nfsl_slicer);
+	case B_SLICER_NOFIB:
+		return bpf_program__fd(b->sn->progs.nfsl_slicer);
+	case B_SLICER_COLD:
+		return bpf_program__fd(b->slc->progs.nfsl_slicer);
 	case B_TC_EMPTY:
 		return bpf_program__fd(b->bt->progs.bench_tc_empty);
 	case B_TC_PARSE:
@@ -148,7 +157,14 @@ void dp_release_sliced(struct bench *b, const struct sliced *s)
 static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len, __u32 ret)
 {
 	switch (id) {
+	case B_XDP_ROUTE:
+		/* the route check must say "slice", as for the slicer */
+		if (ret != XDP_PASS || b->bx->bss->bench_sink != DP_ROUTE_SLICE)
+			goto bad;
+		return 0;
 	case B_SLICER:
+	case B_SLICER_NOFIB:
+	case B_SLICER_COLD:
 		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
 			goto bad;
 		return 0;
@@ -188,7 +204,7 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 	*dur += d;
 	if (check_out(b, c, id, len, ret))
 		return -EPROTO;
-	if (id == B_SLICER && c->sliced) {
+	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD) && c->sliced) {
 		/* Free the slot as a splicer would, outside the measurement. */
 		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);
 		if (ntohl(tok->slot) >= NFSL_DEF_SLOTS)
@@ -260,6 +276,8 @@ static int live_block(struct bench *b, struct bcase *c, int id, int fd)
 	if (id != B_LIVE_SLICER)
 		return 0;
 	dp_release_all(b);
+	if (dp_reset_alloc(b))
+		return -EIO;
 	if (dp_read_counters(b, &after))
 		return -EIO;
 	if (c->sliced && after.sliced - before.sliced != b->o.live_repeat) {
@@ -282,6 +300,8 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 	if (id == B_XDP_COPY || id == B_XDP_COPY_NOFENCE || id == B_XDP_COPY_WARM ||
 	    id == B_LIVE_COPY)
 		b->bx->bss->bench_payoff = c->payoff;
+	if (id == B_XDP_COPY_COLD)
+		b->bxc->bss->bench_payoff = c->payoff;
 	if (d->flags & BF_LAG) {
 		lag = b->o.lag;
 		for (i = 0; i < lag; i++) {
@@ -362,8 +382,11 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 		c->dur[id][r] = (d->flags & BF_LIVE) ? NAN : (double)dur / n;
 	}
 out:
-	if (lag)
+	if (lag) {
 		dp_release_all(b); /* the packets still parked in the ring */
+		if (!err && dp_reset_alloc(b))
+			err = -EIO;
+	}
 	return err;
 }
 

@@ -21,6 +21,7 @@
 #include "nfsl_store.h"
 
 #include "slicer.skel.h"
+#include "slicer_nofib.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -138,13 +139,14 @@ static void build_pkt(struct bcase *c)
 
 /* ---- domain setup ----------------------------------------------------- */
 
+/* Share @sl's maps; @config and @cursor NULL: keep the object's own. */
 static int reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
 		      struct bpf_map *cursor, struct slicer_bpf *sl)
 {
 	if (bpf_map__reuse_fd(store, bpf_map__fd(sl->maps.nfsl_store)) ||
-	    bpf_map__reuse_fd(config, bpf_map__fd(sl->maps.nfsl_config)) ||
+	    (config && bpf_map__reuse_fd(config, bpf_map__fd(sl->maps.nfsl_config))) ||
 	    bpf_map__reuse_fd(counters, bpf_map__fd(sl->maps.nfsl_counters)) ||
-	    bpf_map__reuse_fd(cursor, bpf_map__fd(sl->maps.nfsl_cursor))) {
+	    (cursor && bpf_map__reuse_fd(cursor, bpf_map__fd(sl->maps.nfsl_cursor)))) {
 		pr_err("cannot reuse the slicer's maps: %s", strerror(errno));
 		return -1;
 	}
@@ -154,7 +156,7 @@ static int reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_
 /* Load the four objects and configure the domain as `nfslice attach` does. */
 int dp_setup_domain(struct bench *b)
 {
-	struct nfsl_config *cfg = &b->cfg;
+	struct nfsl_config *cfg = &b->cfg, cold;
 	__u32 zero = 0, part;
 	int err;
 
@@ -175,6 +177,7 @@ int dp_setup_domain(struct bench *b)
 	cfg->ifaces[0].ifindex = b->if_in;
 	memcpy(cfg->ifaces[0].mac, bench_mac_in, ETH_ALEN);
 	cfg->ifaces[1].ifindex = b->if_out;
+	cfg->win_min = b->o.win_min;
 
 	b->sl = slicer_bpf__open();
 	if (!b->sl) {
@@ -189,6 +192,21 @@ int dp_setup_domain(struct bench *b)
 	}
 	if (bpf_map_update_elem(bpf_map__fd(b->sl->maps.nfsl_config), &zero, cfg, BPF_ANY)) {
 		pr_err("cannot write the domain config: %s", strerror(errno));
+		return -1;
+	}
+
+	/* The slicer without its FIB lookup, on the same maps. */
+	b->sn = slicer_nofib_bpf__open();
+	if (!b->sn) {
+		pr_err("cannot open the slicer-nofib object: %s", strerror(errno));
+		return -1;
+	}
+	if (reuse_maps(b->sn->maps.nfsl_store, b->sn->maps.nfsl_config, b->sn->maps.nfsl_counters,
+		       b->sn->maps.nfsl_cursor, b->sl))
+		return -1;
+	err = slicer_nofib_bpf__load(b->sn);
+	if (err) {
+		pr_err("cannot load the slicer-nofib: %s", strerror(-err));
 		return -1;
 	}
 
@@ -233,6 +251,41 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot load the XDP baselines: %s", strerror(-err));
 		return -1;
 	}
+	/* The cold pair: a second slicer and a second copy on the same store
+	 * and counters, with a config and a cursor of their own whose window
+	 * is the whole partition (the FIFO store). */
+	b->slc = slicer_bpf__open();
+	if (!b->slc) {
+		pr_err("cannot open the cold slicer: %s", strerror(errno));
+		return -1;
+	}
+	if (reuse_maps(b->slc->maps.nfsl_store, NULL, b->slc->maps.nfsl_counters, NULL, b->sl))
+		return -1;
+	err = slicer_bpf__load(b->slc);
+	if (err) {
+		pr_err("cannot load the cold slicer: %s", strerror(-err));
+		return -1;
+	}
+	cold = *cfg;
+	cold.win_min = cfg->part_slots;
+	if (bpf_map_update_elem(bpf_map__fd(b->slc->maps.nfsl_config), &zero, &cold, BPF_ANY)) {
+		pr_err("cannot write the cold config: %s", strerror(errno));
+		return -1;
+	}
+	b->bxc = bench_xdp_bpf__open();
+	if (!b->bxc) {
+		pr_err("cannot open the cold copy: %s", strerror(errno));
+		return -1;
+	}
+	if (reuse_maps(b->bxc->maps.nfsl_store, b->bxc->maps.nfsl_config,
+		       b->bxc->maps.nfsl_counters, b->bxc->maps.nfsl_cursor, b->slc))
+		return -1;
+	err = bench_xdp_bpf__load(b->bxc);
+	if (err) {
+		pr_err("cannot load the cold copy: %s", strerror(-err));
+		return -1;
+	}
+
 	/* The warm copy uses the first slot of the next CPU's partition,
 	 * which the slicer on this CPU never touches. */
 	part = b->o.cpu % b->ncpus;
@@ -261,6 +314,31 @@ void dp_release_all(struct bench *b)
 		if (NFSL_CTL_EXP(ctl))
 			nfsl_slot_release(&b->store[i], NFSL_CTL_GEN(ctl));
 	}
+}
+
+/*
+ * Put the slicer's allocation state (nfsl_store.h struct nfsl_alloc) back
+ * to its start: cursor at the first slot, window at its minimum, as after
+ * its window has shrunk back. The expiry clock restarts too, which is
+ * harmless with every slot free.
+ */
+int dp_reset_alloc(struct bench *b)
+{
+	/* one value per possible CPU, each rounded up to 8 bytes */
+	size_t size = (sizeof(struct nfsl_alloc) + 7) & ~(size_t)7;
+	__u32 zero = 0;
+	int err = 0;
+	void *v;
+
+	v = calloc(b->ncpus, size);
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_update_elem(bpf_map__fd(b->sl->maps.nfsl_cursor), &zero, v, BPF_ANY)) {
+		err = -errno;
+		pr_err("cannot reset the allocation state: %s", strerror(errno));
+	}
+	free(v);
+	return err;
 }
 
 /*

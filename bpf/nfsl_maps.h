@@ -8,6 +8,7 @@
 #define NFSL_MAPS_H
 
 #include "nfsl_structs.h"
+#include "nfsl_store.h"
 
 /* The store: parked payloads, one slot each; mmapable for the AF_XDP engine
  * and for `nfslice stats` occupancy. Resized at attach (--slots). */
@@ -35,12 +36,13 @@ struct {
 	__type(value, struct nfsl_counters);
 } nfsl_counters SEC(".maps");
 
-/* Per-CPU FIFO allocation cursor inside the CPU's store partition. */
+/* Per-CPU allocation state of the CPU's store partition: cursor, hot
+ * window, expiry clock (struct nfsl_alloc, nfsl_store.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct nfsl_alloc);
 } nfsl_cursor SEC(".maps");
 
 static __always_inline struct nfsl_config *nfsl_get_config(void)
@@ -57,22 +59,75 @@ static __always_inline struct nfsl_counters *nfsl_get_counters(void)
 	return bpf_map_lookup_elem(&nfsl_counters, &zero);
 }
 
-/* Next slot of this CPU's partition, FIFO (PayloadPark Alg. 1 line 4). */
-static __always_inline __u32 nfsl_next_slot(const struct nfsl_config *cfg)
+/*
+ * nfsl_alloc_slot - take a slot of this CPU's partition for a new payload
+ * (PayloadPark Alg. 1 lines 4-20 in the store's hot window, nfsl_store.h).
+ * Returns the slot, with its index in the store in *@idx, its generation
+ * in *@gen and NFSL_CLAIM_FREE or NFSL_CLAIM_EVICTED in *@claim; or NULL
+ * when every slot tried was busy and young (the packet passes unsliced).
+ * A CPU beyond the configured partitions (never with ncpus = possible
+ * CPUs, as attach sets it) shares partition cpu % ncpus, with a clock of
+ * its own: the age of the other CPU's payloads is then not exact.
+ */
+static __always_inline struct nfsl_slot *
+nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 *idx, __u32 *gen, int *claim)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), *cur, i;
-	__u32 part = cfg->part_slots, ncpus = cfg->ncpus;
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), base, now, cur, w, lo;
+	__u32 part = cfg->part_slots, ncpus = cfg->ncpus, run = 0;
+	struct nfsl_alloc *a;
 
-	cur = bpf_map_lookup_elem(&nfsl_cursor, &zero);
-	if (!cur || !part || !ncpus)
-		return 0;
+	a = bpf_map_lookup_elem(&nfsl_cursor, &zero);
+	if (!a || !part || !ncpus)
+		return NULL;
 	if (cpu >= ncpus)
 		cpu %= ncpus;
-	i = *cur;
-	if (i >= part)
-		i = 0;
-	*cur = i + 1 < part ? i + 1 : 0;
-	return cpu * part + i;
+	base = cpu * part;
+	lo = nfsl_win_size(0, cfg->win_min, part);
+	w = nfsl_win_size(a->win, cfg->win_min, part);
+	now = ++a->seq;
+	cur = a->cur;
+	if (cur >= w) { /* a pass ended (or the window shrank under it) */
+		w = nfsl_win_pass(a, w, lo);
+		cur = 0;
+	}
+	NFSL_UNROLL
+	for (int i = 0; i < NFSL_WIN_PROBES; i++) {
+		struct nfsl_slot *s;
+		int r;
+
+		*idx = base + cur;
+		s = bpf_map_lookup_elem(&nfsl_store, idx);
+		if (!s)
+			break;
+		r = nfsl_slot_take(s, cfg->expiry, now, part, gen);
+		if (r != NFSL_CLAIM_BUSY) {
+			a->cur = cur + 1;
+			a->win = w;
+			*claim = r;
+			return s;
+		}
+		a->busy++;
+		if (w >= part) { /* the whole partition: Alg. 1, one slot */
+			cur++;
+			break;
+		}
+		if (++run < 2) { /* step over one busy slot */
+			if (++cur >= w) {
+				w = nfsl_win_pass(a, w, lo);
+				cur = 0;
+			}
+			continue;
+		}
+		/* Two in a row: payloads in flight fill the window. Double it
+		 * and go on at the first slot of the part just added. */
+		cur = w;
+		w = w * 2 < part ? w * 2 : part;
+		a->clean = 0;
+		run = 0;
+	}
+	a->cur = cur;
+	a->win = w;
+	return NULL;
 }
 
 #endif /* NFSL_MAPS_H */

@@ -142,12 +142,8 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	struct nfsl_slot *s;
 	int claim;
 
-	idx = nfsl_next_slot(cfg);
-	s = bpf_map_lookup_elem(&nfsl_store, &idx);
-	if (!s)
-		return XDP_PASS;
-	claim = nfsl_slot_claim(s, cfg->expiry, &gen);
-	if (claim == NFSL_CLAIM_BUSY) {
+	s = nfsl_alloc_slot(cfg, &idx, &gen, &claim);
+	if (!s) {
 		cnt->skipped_full++;
 		return XDP_PASS;
 	}

@@ -3,12 +3,49 @@
  * Slot allocation and release on the store, shared by the XDP/tc engines
  * and the AF_XDP engine (which reaches the store through an mmap).
  *
- * Allocation is FIFO per CPU partition with PayloadPark's wrap-count expiry
- * (Alg. 1, lines 11-20; NFSlicer §III-C "payload timeouts"): a slot still
- * busy when the cursor comes round loses one count and is evicted at zero.
+ * Each CPU allocates from its own partition of part_slots slots (no shared
+ * cursor). Allocation is FIFO with PayloadPark's wrap-count expiry (Alg. 1,
+ * lines 11-20; NFSlicer §III-C "payload timeouts"), made cache-hot (the I/O
+ * working-set lesson, Pismenny ch. 4 §4.2):
+ *
+ * Hot window. The cursor wraps within an active window [0, win) at the
+ * start of the partition, not over the whole partition, so a slot is
+ * reused as soon as the window comes round and the store's working set is
+ * the window, not part_slots x 2 KiB (4 MiB per CPU with the default 4096
+ * slots on two CPUs, more than the L2). The window starts at NFSL_WIN_MIN
+ * slots (config win_min) and
+ *   - grows when payloads in flight fill it: two busy slots in a row
+ *     double it (up to the whole partition) and the cursor goes on at the
+ *     first slot of the part just added (free, unless a payload was left
+ *     there when the window last shrank: see below);
+ *   - steps over a single busy slot (a payload the NF still holds, or
+ *     dropped: it expires as below) to the next slot;
+ *   - shrinks back slowly: after NFSL_WIN_CLEAN passes in a row that found
+ *     at most one slot in NFSL_WIN_BUSY_DIV busy, it halves (never below
+ *     the minimum). Payloads beyond the new end are not touched: the
+ *     splicer frees them as usual, and one the NF dropped stays parked
+ *     until the window grows over it again, where it is evicted at the
+ *     first visit if it has expired (a lazy sweep: its slot is not needed
+ *     before).
+ * A packet passes on unsliced (skipped_full) when NFSL_WIN_PROBES slots
+ * were busy. With the window as large as the partition this is exactly
+ * Alg. 1's FIFO: one slot tried per packet, a busy one passes it on.
+ *
+ * Expiry by age. Every partition counts its slice attempts (struct
+ * nfsl_alloc seq, its clock) and a slot keeps the count at which it was
+ * taken (born). A busy slot the cursor meets is evicted when it is
+ * expiry x part_slots attempts old: exactly when Alg. 1's FIFO would evict
+ * it (at the expiry-th time the cursor comes round, every attempt moving
+ * the cursor by one), never earlier, however the window moved meanwhile.
+ * So a payload still in flight survives as long as with the FIFO store,
+ * and the wrap count stays visible in the control word: a busy slot's
+ * expiry count is the number of partition turns it has left, updated when
+ * the cursor meets it.
+ *
  * Release may run on any CPU: the control word changes only by
  * compare-and-swap, and the generation guards against reuse, so a splicer
  * that copied a payload while it was being evicted notices and drops.
+ * Only the CPU owning a partition takes its slots and writes born.
  */
 #ifndef NFSL_STORE_H
 #define NFSL_STORE_H
@@ -17,14 +54,70 @@
 
 enum nfsl_claim {
 	NFSL_CLAIM_FREE,    /* slot was free: taken */
-	NFSL_CLAIM_EVICTED, /* slot was busy with expiry 1: evicted and taken */
-	NFSL_CLAIM_BUSY,    /* slot busy (expiry decremented): not taken */
+	NFSL_CLAIM_EVICTED, /* slot's payload had expired: evicted, slot taken */
+	NFSL_CLAIM_BUSY,    /* slot busy, payload not expired: not taken */
 };
 
 #define NFSL_READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 
+/* Hot window (above): default smallest window, in slots (256 KiB: a
+ * quarter of this platform's 1 MiB L2, docs/benchmarks.md "Store hot and
+ * cold"); passes in a row, mostly free, before it halves; "mostly free":
+ * at most one slot in NFSL_WIN_BUSY_DIV met busy in a pass. */
+#define NFSL_WIN_MIN 128
+#define NFSL_WIN_CLEAN 2
+#define NFSL_WIN_BUSY_DIV 8
+/* Slots tried per packet at most (one when the window is the partition). */
+#define NFSL_WIN_PROBES 4
+
 /*
- * nfsl_slot_claim - try to take slot @s for a new payload.
+ * Allocation state of one CPU's partition (the per-CPU nfsl_cursor map).
+ * All zero is the initial state: cursor at the first slot, window at its
+ * minimum.
+ */
+struct nfsl_alloc {
+	__u32 cur;   /* next slot to try, relative to the partition */
+	__u32 win;   /* active window [0, win); 0: not sized yet */
+	__u32 seq;   /* slice attempts so far, wrapping: the expiry clock */
+	__u32 busy;  /* busy slots met in the current pass */
+	__u32 clean; /* passes in a row that found the window mostly free */
+};
+
+/* Window size for @win of a partition of @part slots, config @win_min. */
+NFSL_INLINE __u32 nfsl_win_size(__u32 win, __u32 win_min, __u32 part)
+{
+	__u32 lo = win_min ? win_min : NFSL_WIN_MIN;
+
+	if (lo > part)
+		lo = part;
+	if (win < lo)
+		return lo;
+	return win > part ? part : win;
+}
+
+/*
+ * nfsl_win_pass - the cursor went past the end of window @win: account the
+ * pass that ended and return the window of the next one (halved after
+ * NFSL_WIN_CLEAN mostly free passes, never below @lo).
+ */
+NFSL_INLINE __u32 nfsl_win_pass(struct nfsl_alloc *a, __u32 win, __u32 lo)
+{
+	if (a->busy * NFSL_WIN_BUSY_DIV <= win) {
+		if (++a->clean >= NFSL_WIN_CLEAN && win > lo) {
+			win = win / 2 > lo ? win / 2 : lo;
+			a->clean = 0;
+		}
+	} else {
+		a->clean = 0;
+	}
+	a->busy = 0;
+	return win;
+}
+
+/*
+ * nfsl_slot_claim - try to take slot @s for a new payload, Alg. 1 in its
+ * original form: one expiry count per call (a visit of a FIFO cursor over
+ * the whole partition). The slicer uses nfsl_slot_take.
  * @expiry: wrap-arounds the new payload survives (>= 1)
  * @gen:    out: generation the token must carry
  * Returns enum nfsl_claim.
@@ -42,6 +135,44 @@ NFSL_INLINE int nfsl_slot_claim(struct nfsl_slot *s, __u32 expiry, __u32 *gen)
 	}
 	if (__sync_val_compare_and_swap(&s->ctl, old, NFSL_CTL(g, expiry)) != old)
 		return NFSL_CLAIM_BUSY;
+	*gen = g;
+	return exp ? NFSL_CLAIM_EVICTED : NFSL_CLAIM_FREE;
+}
+
+/*
+ * nfsl_slot_take - try to take slot @s for a new payload at time @now of
+ * its partition's clock (struct nfsl_alloc seq): Alg. 1 with the wrap
+ * count measured by age, @turn (the partition's size) attempts a turn.
+ * @expiry: turns the new payload survives (>= 1)
+ * @gen:    out: generation the token must carry
+ * A busy slot younger than @expiry turns is not taken (its expiry count
+ * drops to the turns it has left); an older one is evicted and taken.
+ * Returns enum nfsl_claim.
+ */
+NFSL_INLINE int nfsl_slot_take(struct nfsl_slot *s, __u32 expiry, __u32 now,
+			       __u32 turn, __u32 *gen)
+{
+	__u64 old = NFSL_READ_ONCE_U64(s->ctl);
+	__u32 exp = NFSL_CTL_EXP(old);
+	__u32 g = NFSL_CTL_GEN(old) + 1;
+
+	if (exp) {
+		__u32 age = now - s->born;
+
+		if ((__u64)age < (__u64)expiry * turn) {
+			__u32 left = expiry - age / turn;
+
+			/* Losing this race to a release changes nothing. */
+			if (left < exp)
+				__sync_val_compare_and_swap(
+					&s->ctl, old,
+					NFSL_CTL(NFSL_CTL_GEN(old), left));
+			return NFSL_CLAIM_BUSY;
+		}
+	}
+	if (__sync_val_compare_and_swap(&s->ctl, old, NFSL_CTL(g, expiry)) != old)
+		return NFSL_CLAIM_BUSY;
+	s->born = now;
 	*gen = g;
 	return exp ? NFSL_CLAIM_EVICTED : NFSL_CLAIM_FREE;
 }

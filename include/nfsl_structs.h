@@ -42,7 +42,8 @@ struct nfsl_slot {
 	__u8 flags;      /* NFSL_SLOT_F_* */
 	__u16 tenant;    /* reserved for tenant partitions (PayloadPark §6.2.3) */
 	__u32 ifindex;   /* interface the payload arrived on */
-	__u32 pad;
+	__u32 born;      /* allocation clock of its CPU's partition when
+			  * parked (struct nfsl_alloc seq): expiry by age */
 	__u8 payload[NFSL_PAYLOAD_MAX];
 };
 
@@ -98,6 +99,8 @@ struct nfsl_config {
 	__u32 nifaces;    /* domain interfaces and NF ports in ifaces[] */
 	__u64 key[2];     /* SipHash-2-4 key, random per domain */
 	struct nfsl_iface ifaces[NFSL_MAX_IFACES];
+	__u32 win_min;    /* smallest allocation window in slots, 0: NFSL_WIN_MIN
+			   * (nfsl_store.h); part_slots: plain FIFO */
 };
 
 #endif /* NFSL_STRUCTS_H */

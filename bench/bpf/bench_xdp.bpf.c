@@ -5,24 +5,32 @@
  * driver can put the slicer's cost next to it under BPF_PROG_TEST_RUN:
  *   bench_xdp_empty      nothing: the bias of the run-time statistics
  *   bench_xdp_parse      the header parser of the slicer (nfsl_parse.h)
+ *   bench_xdp_route      the parser and the slicer's route check
+ *                        (nfsl_route.h: interface, MAC, bpf_fib_lookup, and
+ *                        conntrack for FIB-local packets)
  *   bench_xdp_copy       bpf_xdp_load_bytes of the payload into the payload
- *                        of the next slot of the slicer's per-CPU partition,
- *                        then a locked add (see bench_copy)
+ *                        of the slot the slicer takes next in its per-CPU
+ *                        partition (bench_next_slot), then a locked add
+ *                        (see bench_copy)
  *   bench_xdp_copy_nofence  the same without the locked add
  *   bench_xdp_copy_warm  the same copy, always into one slot (cache-warm)
  * The copies write into the domain's own store (the driver reuses the
  * slicer's map fds), and the rotating copy takes its slot from the slicer's
- * own per-CPU cursor, exactly as the slicer does: whichever of the two runs,
- * the next slot is the one touched a partition's worth of packets earlier,
- * so both see the same memory at the same reuse distance. The copies claim
- * nothing and write no metadata. All programs return XDP_PASS, like the
- * slicer.
+ * own per-CPU cursor, moving it as the slicer does when it finds the slot
+ * free: whichever of the two runs, the next slot is the one touched a
+ * window's worth of packets earlier (nfsl_store.h "Hot window"), so both
+ * see the same memory at the same reuse distance. A second instance of this
+ * object on the maps of a second slicer whose window is the whole
+ * partition (config win_min = part_slots) is the cold copy, next to the
+ * cold (FIFO) slicer. The copies claim nothing and write no metadata. All
+ * programs return XDP_PASS, like the slicer.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
 #include "nfsl_maps.h"
 #include "nfsl_parse.h"
+#include "nfsl_route.h"
 
 /* Set by the driver through the skeleton's mmapped .bss. */
 __u32 bench_payoff; /* offset of the first payload byte in the frame */
@@ -46,6 +54,20 @@ int bench_xdp_parse(struct xdp_md *ctx)
 	/* Store the result, or the compiler drops the parse altogether. */
 	if (!nfsl_parse(data, data_end, &p))
 		bench_sink = p.payoff + p.dscp;
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int bench_xdp_route(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct nfsl_config *cfg = nfsl_get_config();
+	struct nfsl_pkt p = {};
+
+	if (!cfg || nfsl_parse(data, data_end, &p))
+		return XDP_PASS;
+	bench_sink = nfsl_route(ctx, cfg, &p);
 	return XDP_PASS;
 }
 
@@ -80,6 +102,34 @@ static __always_inline int bench_copy(struct xdp_md *ctx, __u32 idx, bool fence)
 }
 
 
+/*
+ * The slot nfsl_alloc_slot() takes next when it finds it free, with the
+ * cursor moved as it moves it then (the window does not grow: the driver
+ * keeps every slot free outside the lag and live blocks).
+ */
+static __always_inline __u32 bench_next_slot(const struct nfsl_config *cfg)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), cur, w;
+	__u32 part = cfg->part_slots, ncpus = cfg->ncpus;
+	struct nfsl_alloc *a;
+
+	a = bpf_map_lookup_elem(&nfsl_cursor, &zero);
+	if (!a || !part || !ncpus)
+		return 0;
+	if (cpu >= ncpus)
+		cpu %= ncpus;
+	w = nfsl_win_size(a->win, cfg->win_min, part);
+	a->seq++;
+	cur = a->cur;
+	if (cur >= w) {
+		w = nfsl_win_pass(a, w, nfsl_win_size(0, cfg->win_min, part));
+		cur = 0;
+	}
+	a->cur = cur + 1;
+	a->win = w;
+	return cpu * part + cur;
+}
+
 SEC("xdp")
 int bench_xdp_copy(struct xdp_md *ctx)
 {
@@ -87,7 +137,7 @@ int bench_xdp_copy(struct xdp_md *ctx)
 
 	if (!cfg)
 		return XDP_PASS;
-	return bench_copy(ctx, nfsl_next_slot(cfg), true);
+	return bench_copy(ctx, bench_next_slot(cfg), true);
 }
 
 SEC("xdp")
@@ -97,7 +147,7 @@ int bench_xdp_copy_nofence(struct xdp_md *ctx)
 
 	if (!cfg)
 		return XDP_PASS;
-	return bench_copy(ctx, nfsl_next_slot(cfg), false);
+	return bench_copy(ctx, bench_next_slot(cfg), false);
 }
 
 SEC("xdp")
