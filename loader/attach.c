@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
@@ -597,8 +596,6 @@ static int run_attach(void *o, int argc, char **argv)
 			 opt->name, dir, opt->name);
 		goto out;
 	}
-	if (collect_ifaces(&cfg, argc, argv, opt->nf_ports, opt->mode))
-		goto out;
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0 || ncpus > NFSL_MAX_CPUS) {
 		nfsl_err("cannot use %d CPUs (at most %d)", ncpus, NFSL_MAX_CPUS);
@@ -611,16 +608,16 @@ static int run_attach(void *o, int argc, char **argv)
 		goto out;
 	}
 
-	cfg.threshold = opt->threshold;
-	cfg.keep = opt->keep;
-	cfg.ncpus = ncpus;
-	cfg.part_slots = opt->slots / ncpus;
-	cfg.slots = cfg.part_slots * ncpus;
-	cfg.expiry = opt->expiry;
-	if (getrandom(cfg.key, sizeof(cfg.key), 0) != sizeof(cfg.key)) {
-		nfsl_err("cannot get a random MAC key: %s", strerror(errno));
+	err = nfsl_config_init(&cfg, opt->threshold, opt->keep, opt->slots,
+			       opt->expiry, ncpus);
+	if (err) {
+		nfsl_err("cannot make the domain's configuration: %s (the MAC key "
+			 "comes from getrandom)", strerror(-err));
 		goto out;
 	}
+	err = -1;
+	if (collect_ifaces(&cfg, argc, argv, opt->nf_ports, opt->mode))
+		goto out;
 
 	err = mkdir_p(dir);
 	if (err) {
