@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "log.h"
 #include "pg.h"
 
@@ -28,6 +29,7 @@ int main(int argc, char **argv)
 	struct pg_peer *peer = NULL;
 	struct pg_opts opts;
 	struct pg_cfg cfg;
+	char missing[128];
 	int err, rc = 2;
 
 	err = pg_parse(argc, argv, &opts);
@@ -38,9 +40,12 @@ int main(int argc, char **argv)
 	if (pg_resolve(&opts, &cfg))
 		goto out;
 	rc = 1;
-	if (geteuid() != 0) {
-		pg_err("must run as root: BPF_PROG_RUN of XDP programs and XDP on "
-		       "the veth peer need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN");
+	if (nfsl_caps_missing(NFSL_CAP(CAP_BPF) | NFSL_CAP(CAP_NET_ADMIN) |
+				      NFSL_CAP(CAP_SYS_ADMIN),
+			      missing, sizeof(missing))) {
+		pg_err("missing %s: BPF_PROG_RUN of XDP programs and XDP on the veth "
+		       "peer need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN; run it as "
+		       "root (e.g. with sudo)", missing);
 		goto out;
 	}
 	/* The signals interrupt BPF_PROG_RUN and the pacing sleep. */
