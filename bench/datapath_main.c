@@ -31,8 +31,11 @@ const struct bench_desc benches[B_NR] = {
 	[B_XDP_COPY_NOFENCE] = {"xdp-copy-nofence", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY_WARM] = {"xdp-copy-warm", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY_COLD] = {"xdp-copy-cold", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
-	[B_SLICER] = {"slicer", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY, 1.5, B_LIVE_SLICER},
-	[B_SLICER_NOFIB] = {"slicer-nofib", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY, 0, -1},
+	/* The slicers against the bare copy into the FIFO store's next slot:
+	 * the reference of issue #7 §5 (target 1.3x); xdp-copy is the copy
+	 * into the slot the hot slicer takes (docs/benchmarks.md). */
+	[B_SLICER] = {"slicer", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 1.3, B_LIVE_SLICER},
+	[B_SLICER_NOFIB] = {"slicer-nofib", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_SLICER_COLD] = {"slicer-cold", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},

@@ -71,8 +71,10 @@ static int parse_programs(struct opts *o, const char *arg)
 				o->sel[d->baseline] = true;
 			if (d->live >= 0)
 				o->sel[d->live] = true;
-			if (k == B_SLICER)
+			if (k == B_SLICER) {
 				o->sel[B_XDP_PARSE] = true;
+				o->sel[B_XDP_COPY] = true; /* its slot, hot */
+			}
 			if (k == B_LIVE_SLICER)
 				o->sel[B_LIVE_PARSE] = true;
 			if (k == B_SPLICER)
