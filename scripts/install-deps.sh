@@ -9,7 +9,7 @@ PKGS=(
 	clang llvm make gcc pkg-config libelf-dev zlib1g-dev
 	libbpf-dev libxdp-dev xdp-tools bpftool linux-libc-dev
 	libcriterion-dev
-	iproute2 iputils-ping nftables iperf3 ethtool tcpdump curl
+	iproute2 iputils-ping nftables iperf3 ethtool tcpdump curl linux-perf
 	python3 python3-pytest python3-scapy python3-pyroute2 python3-matplotlib
 )
 
