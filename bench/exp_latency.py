@@ -109,7 +109,8 @@ class Rig:
         L.nfslice_detach(self.slice_ns)
         self.peer.detach()
         if sliced:
-            L.nfslice_attach(self.slice_ns, self.slice_ifs, keep=16, **kw)
+            L.nfslice_attach(self.slice_ns, self.slice_ifs, keep=16,
+                             nf_ports=self.t.env.get("SLICE_NF_PORTS"), **kw)
         else:
             self.peer.attach()
         self.sliced = sliced
@@ -159,6 +160,9 @@ class Rig:
             r["nfslice"] = {k: after[k] - before_ns[k] for k in
                             ("sliced", "spliced", "evicted", "stale", "skipped_full",
                              "bad_token", "replayed")}
+            if r["meas_sent"] and not r["nfslice"]["sliced"]:
+                raise RuntimeError("sliced run, but nothing was sliced: nfslice "
+                                   "stats says why (skipped_route: the NF port?)")
         return r
 
     def capacity(self, size, duration):

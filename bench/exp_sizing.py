@@ -20,9 +20,11 @@ server) or received with a wrong checksum (payload not intact).
 
 Little's law: the payloads parked at any time average L = rate x W (W the
 time from slice to splice; the measured one-way delay is an upper bound of
-it). The slicer allocates FIFO per CPU from a partition of S / ncpu slots
-and evicts a busy slot when its cursor comes round to it for the E-th time,
-so a payload is safe for about E x S / ncpu allocations: premature
+it). The slicer allocates per CPU from a partition of S / ncpu slots (in
+a hot window that grows with the payloads in flight) and evicts a busy slot
+once it is E turns of the partition, E x S / ncpu slice attempts, old
+(docs/format.md "Store"), so a payload is safe for E x S / ncpu
+allocations: premature
 evictions (stale: header came back, payload gone) should stop once
 E x S / ncpu clearly exceeds L (bursts and the delay's tail need margin).
 
@@ -106,7 +108,8 @@ def measure(e, sink, a, ncpu, run, delay, rate, slots, exp):
     return the counter deltas, loss and one-way delay (dict)."""
     ns, ifs = e["SLICE_NS"], e["SLICE_IFS"]
     L.nfslice_detach(ns)
-    L.nfslice_attach(ns, ifs, keep=16, slots=slots, expiry=exp)
+    L.nfslice_attach(ns, ifs, keep=16, slots=slots, expiry=exp,
+                     nf_ports=e.get("SLICE_NF_PORTS"))
     bg = L.wait_quiet(a.quiet, a.quiet_wait) if a.quiet >= 0 else {}
     s0, a0 = L.nfslice_stats(ns), sink.snapshot()
     p = L.start(L.pktgen_cmd(e["CLI_NS"], e["CLI_IF"], GEN_CPU, 1514, rate, a.duration,
@@ -124,6 +127,9 @@ def measure(e, sink, a, ncpu, run, delay, rate, slots, exp):
     sent, recv = g.get("transmitted", 0), d["stats"]["packets"]
     w_us = lat["mean_us"] or 0.0
     r = {k: s1[k] - s0[k] for k in COUNTERS}
+    if sent and not r["sliced"]:
+        raise RuntimeError("nothing was sliced (%d frames sent): nfslice stats says "
+                           "why (skipped_route: the NF port?)" % sent)
     r.update(run=run, nf_delay_us=delay, rate_pps=rate, slots=slots, expiry=exp,
              achieved_pps=g.get("achieved_pps", 0), sent=sent, received=recv,
              lost=sent - recv, csum_bad=d["stats"]["csum_bad"],

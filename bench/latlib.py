@@ -296,9 +296,16 @@ def kill_all(procs):
                 os.killpg(p.pid, signal.SIGKILL)
 
 
-def nfslice_attach(ns, ifs, name="lat", keep=16, slots=None, expiry=None):
+def nfslice_attach(ns, ifs, name="lat", keep=16, slots=None, expiry=None,
+                   nf_ports=None):
+    """nfslice attach in NS to the interfaces IFS (a string, as SLICE_IFS);
+    NF_PORTS: the topology's SLICE_NF_PORTS (park: the link to the NF
+    server, through which sliced headers leave; without it the route check
+    slices nothing there)."""
     cmd = ["ip", "netns", "exec", ns, NFSLICE, "attach", "--name", name,
            "--keep", str(keep)]
+    if nf_ports and nf_ports.split():
+        cmd += ["--nf-port", ",".join(nf_ports.split())]
     if slots:
         cmd += ["--slots", str(slots)]
     if expiry:
