@@ -44,6 +44,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nfpkt import ones_sum  # noqa: E402
+
 HERE = Path(__file__).resolve()
 MAGIC = b"nfiv"
 BLOCK_SPAN = 2048
@@ -254,16 +257,6 @@ def _recv(argv):
     return 0
 
 
-def _csum(data):
-    """Ones' complement sum of DATA (RFC 1071), folded to 16 bits."""
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
-
-
 def _sniffed(s, port, r):
     """Check the UDP checksum of queued IPv4/IPv6 frames to PORT: "wire"
     counts them, those with checksum 0 ("zero") and those whose non-zero
@@ -293,7 +286,7 @@ def _sniffed(s, port, r):
         if csum == 0:
             w["zero"] += 1
             w["bad"] += l4 == 54
-        elif _csum(pseudo + f[l4:end]) != 0xFFFF:
+        elif ones_sum(pseudo + f[l4:end]) != 0xFFFF:
             w["bad"] += 1
 
 
