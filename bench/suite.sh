@@ -9,9 +9,10 @@
 #      (bench/exp_linkrate.py)
 #   4. latency CDFs and latency vs load, NFSlicer's method (bench/exp_latency.py)
 #   5. store sizing vs Little's law at a controlled NF delay (bench/exp_sizing.py)
+#   6. iperf3 TCP through the rig on one CPU, no XDP / XDP_PASS / nfslice (bench/exp_iperf.py)
 # Results (JSON, CSV, PNG) go to bench/results/. QUICK=1 (or --quick) is the
 # smoke mode: every experiment in its short form, under 5 minutes in all; the
-# full suite takes about 25 minutes. Run as root after `make`.
+# full suite takes about 37 minutes (exp_iperf.py 12). Run as root after `make`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,4 +27,5 @@ bench/run.sh ${quick:+--rounds 5}
 "$py" bench/exp_linkrate.py "${quick[@]}"
 "$py" bench/exp_latency.py "${quick[@]}"
 "$py" bench/exp_sizing.py "${quick[@]}"
+"$py" bench/exp_iperf.py "${quick[@]}"
 echo "bench: all results in bench/results/"
