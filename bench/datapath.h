@@ -8,6 +8,8 @@
  *   xdp-parse     header parser only (nfsl_parse.h)
  *   xdp-route     header parser and the slicer's route check (nfsl_route.h:
  *                 bpf_fib_lookup), no slicing
+ *   xdp-call      one call of a helper that does nothing (the price of a
+ *                 call into the kernel and back)
  *   xdp-copy      bpf_xdp_load_bytes of the payload into the store slot the
  *                 slicer would take next (its per-CPU cursor, in the hot
  *                 window), no claim, then a locked add so its cache misses
@@ -88,6 +90,7 @@ enum bench_id {
 	B_XDP_EMPTY,
 	B_XDP_PARSE,
 	B_XDP_ROUTE,
+	B_XDP_CALL,
 	B_XDP_COPY,
 	B_XDP_COPY_NOFENCE,
 	B_XDP_COPY_WARM,

@@ -27,6 +27,7 @@ const struct bench_desc benches[B_NR] = {
 	[B_XDP_EMPTY] = {"xdp-empty", HOOK_XDP, 0, -1, -1, 0, B_LIVE_EMPTY},
 	[B_XDP_PARSE] = {"xdp-parse", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_PARSE},
 	[B_XDP_ROUTE] = {"xdp-route", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_XDP_CALL] = {"xdp-call", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY] = {"xdp-copy", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_COPY},
 	[B_XDP_COPY_NOFENCE] = {"xdp-copy-nofence", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY_WARM] = {"xdp-copy-warm", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},

@@ -151,7 +151,7 @@ static void usage(FILE *f)
 		"                       (config win_min; default 0: NFSL_WIN_MIN);\n"
 		"                       slicer-cold always uses the whole partition\n"
 		"  -P, --programs LIST  measure only these (plus their bias and baselines):\n"
-		"                       xdp-empty, xdp-parse, xdp-route, xdp-copy,\n"
+		"                       xdp-empty, xdp-parse, xdp-route, xdp-call, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
 		"                       slicer, slicer-nofib, slicer-cold,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"

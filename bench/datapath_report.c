@@ -16,7 +16,7 @@
 /* Order of the rows in the printed table. */
 /* clang-format off */
 static const int row_order[] = {
-	B_XDP_EMPTY, B_XDP_PARSE, B_XDP_ROUTE, B_XDP_COPY, B_XDP_COPY_NOFENCE, B_XDP_COPY_WARM,
+	B_XDP_EMPTY, B_XDP_PARSE, B_XDP_ROUTE, B_XDP_CALL, B_XDP_COPY, B_XDP_COPY_NOFENCE, B_XDP_COPY_WARM,
 	B_XDP_COPY_COLD, B_SLICER, B_SLICER_NOFIB, B_SLICER_COLD, B_TC_EMPTY, B_TC_PARSE, B_TC_STORE, B_SPLICER, B_TC_STORE_LAG, B_SPLICER_LAG,
 };
 /* clang-format on */

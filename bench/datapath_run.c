@@ -35,6 +35,8 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->bx->progs.bench_xdp_parse);
 	case B_XDP_ROUTE:
 		return bpf_program__fd(b->bx->progs.bench_xdp_route);
+	case B_XDP_CALL:
+		return bpf_program__fd(b->bx->progs.bench_xdp_call);
 	case B_XDP_COPY:
 	case B_LIVE_COPY:
 		return bpf_program__fd(b->bx->progs.bench_xdp_copy);

@@ -8,6 +8,10 @@
  *   bench_xdp_route      the parser and the slicer's route check
  *                        (nfsl_route.h: interface, MAC, bpf_fib_lookup, and
  *                        conntrack for FIB-local packets)
+ *   bench_xdp_call       one call of a helper that does next to nothing
+ *                        (bpf_xdp_get_buff_len): the price of a call and
+ *                        return into the kernel, which the route check
+ *                        pays about a dozen times (docs/benchmarks.md)
  *   bench_xdp_copy       bpf_xdp_load_bytes of the payload into the payload
  *                        of the slot the slicer takes next in its per-CPU
  *                        partition (bench_next_slot), then a locked add
@@ -68,6 +72,13 @@ int bench_xdp_route(struct xdp_md *ctx)
 	if (!cfg || nfsl_parse(data, data_end, &p))
 		return XDP_PASS;
 	bench_sink = nfsl_route(ctx, cfg, &p);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int bench_xdp_call(struct xdp_md *ctx)
+{
+	bench_sink = bpf_xdp_get_buff_len(ctx);
 	return XDP_PASS;
 }
 
