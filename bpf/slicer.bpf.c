@@ -9,7 +9,10 @@
  * Slices only what the route sends to a splicer (nfsl_route.h).
  * Returns XDP_PASS for everything except a token of ours arriving from
  * outside (a replay), which is dropped, and a packet a failed helper left
- * half rewritten (never seen; counted slice_failed).
+ * half rewritten (never seen; counted slice_failed). What it passes goes
+ * on to the program in its chain map, if any: the steering program of a
+ * user-space NF on AF_XDP (bpf/steer.bpf.c, nfslice-nf --name), which so
+ * always runs after the slicer, dispatcher or not.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -27,6 +30,15 @@ struct {
 	__uint(priority, 60);
 	__uint(XDP_PASS, 1);
 } XDP_RUN_CONFIG(nfsl_slicer);
+
+/* Entry 0: the program that gets what the slicer passes (tail call); one
+ * per domain, pinned as "chain". Empty: the frame goes to the kernel. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} nfsl_chain SEC(".maps");
 
 /* A DSCP-63 packet entering the domain whose trailing bytes verify as one
  * of our tokens is a replay of a sliced header: it must not reach a splicer. */
@@ -209,8 +221,7 @@ abort:
 	return XDP_PASS;
 }
 
-SEC("xdp")
-int nfsl_slicer(struct xdp_md *ctx)
+static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -264,6 +275,16 @@ int nfsl_slicer(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep);
+}
+
+SEC("xdp")
+int nfsl_slicer(struct xdp_md *ctx)
+{
+	int act = nfsl_slicer_run(ctx);
+
+	if (act == XDP_PASS)
+		bpf_tail_call(ctx, &nfsl_chain, 0); /* returns only if empty */
+	return act;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -60,17 +60,24 @@ static const char *const map_pins[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
 };
 
-/* Point the four maps of @obj at the domain's pins: the first object loaded
- * creates and pins them, every later one reuses them (one store). */
+/* Pin @map as @dir/@name: created and pinned by the first object loaded,
+ * reused by every later one. */
+static int pin_at(struct bpf_map *map, const char *dir, const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return bpf_map__set_pin_path(map, path);
+}
+
+/* Point the four maps of @obj at the domain's pins (one store). */
 static int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
 			   __u32 slots)
 {
-	char path[PATH_MAX + 32];
 	int err;
 
 	for (int i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, map_pins[i]);
-		err = bpf_map__set_pin_path(maps[i], path);
+		err = pin_at(maps[i], dir, map_pins[i]);
 		if (err)
 			return err;
 	}
@@ -407,6 +414,8 @@ static int attach_xdp(int ifindex, const char *dir, __u32 slots, int mode)
 	if (!sl)
 		return -errno;
 	err = use_domain_maps(SKEL_MAPS(sl), dir, slots);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_chain, dir, NFSL_PIN_CHAIN);
 	if (err)
 		goto out;
 	prog = xdp_program__from_bpf_obj(sl->obj, "xdp");

@@ -23,17 +23,19 @@ static const struct show_opts show_defaults = { .name = "default" };
 
 static const char *const pin_names[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
-	NFSL_PIN_SPLICER, NFSL_PIN_NETNS,
+	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN,
 };
 #define NR_PINS (sizeof(pin_names) / sizeof(pin_names[0]))
 
-/* Is pin @i of the domain at @dir to be shown? The namespace probe only
- * where there is one (a domain attached by an older nfslice has none). */
+/* Is pin @i of the domain at @dir to be shown? The namespace probe and
+ * the chain map only where there are (a domain attached by an older
+ * nfslice has neither). */
 static bool show_pin(const char *dir, size_t i)
 {
 	char path[PATH_MAX + 32];
 
-	if (strcmp(pin_names[i], NFSL_PIN_NETNS))
+	if (strcmp(pin_names[i], NFSL_PIN_NETNS) &&
+	    strcmp(pin_names[i], NFSL_PIN_CHAIN))
 		return true;
 	snprintf(path, sizeof(path), "%s/%s", dir, pin_names[i]);
 	return !access(path, F_OK);

@@ -302,7 +302,7 @@ void nfsl_domain_close(struct nfsl_domain *d)
 /* The pins a domain directory may hold, all of them ours. */
 static const char *const all_pins[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
-	NFSL_PIN_SPLICER, NFSL_PIN_NETNS,
+	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN,
 };
 
 int nfsl_domain_remove(const char *dir)

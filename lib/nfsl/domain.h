@@ -18,6 +18,9 @@
 #define NFSL_PIN_COUNTERS "counters"
 #define NFSL_PIN_CURSOR "cursor"
 #define NFSL_PIN_SPLICER "splicer"
+/* The slicer's chain map (PROG_ARRAY): the NF steering program that gets
+ * what the slicer passes (nfslice-nf --name, bpf/steer.bpf.c). */
+#define NFSL_PIN_CHAIN "chain"
 /* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
  * network namespace that tells whether it still exists. */
 #define NFSL_PIN_NETNS "netns"

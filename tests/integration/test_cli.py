@@ -25,7 +25,7 @@ from nfrig import (BPFFS, COUNTERS, NETNS_DIR, NFSLICE, PY, ROOT, describe,
                    must, name, poll, run)
 
 PREFIX = name("cli")
-PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns"}
+PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns", "chain"}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Steering of received frames to the AF_XDP sockets of a user-space NF:
+ * the maps shared by bpf/steer.bpf.c and lib/xsk (docs/xsk.md).
+ *
+ * Every (interface, RX queue) the NF serves is a group of 1..n sockets
+ * bound to that queue: one for privRing and shRing, one per worker for
+ * rxBisect (thesis §6.1: the sockets' RX rings are the bisected reception
+ * rings Bx, the queue's one fill ring the allocation ring Ax). The group
+ * owns n consecutive XSKMAP keys from base; a frame goes to key
+ * base + nfsl_flow_pick(nfsl_flow_hash(frame), n).
+ */
+#ifndef NFSL_STEER_H
+#define NFSL_STEER_H
+
+#include "nfsl_compat.h"
+
+/* XSKMAP entries: sockets of one NF process, all groups together. */
+#define NFSL_XSK_MAX_SOCKS 1024
+/* Groups (interface, queue) one NF serves. */
+#define NFSL_XSK_MAX_GROUPS 256
+
+struct nfsl_steer_key {
+	__u32 ifindex;
+	__u32 queue; /* RX queue index */
+};
+
+struct nfsl_steer_grp {
+	__u32 base;  /* first XSKMAP key of the group */
+	__u32 nsock; /* sockets in the group; 0: pass to the kernel */
+};
+
+/* Per-CPU counters of the steering program. */
+#define NFSL_STEER_COUNTERS(X)                                                 \
+	X(steered)  /* redirected to a socket */                               \
+	X(no_group) /* (interface, queue) the NF does not serve: passed */    \
+	X(not_ip)   /* not UDP/TCP over IPv4/IPv6 (ARP, ICMP...): passed */    \
+	X(no_sock)  /* the group's socket was gone (shutdown): passed */
+
+struct nfsl_steer_counters {
+#define NFSL_X_FIELD(name) __u64 name;
+	NFSL_STEER_COUNTERS(NFSL_X_FIELD)
+#undef NFSL_X_FIELD
+};
+
+#endif /* NFSL_STEER_H */
