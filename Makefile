@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # nfslice: payload slicing for shallow network functions.
-#   make          build build/nfslice, build/nfslice-pktgen, build/nfslice-delay
+#   make          build build/nfslice, build/nfslice-pktgen, build/nfslice-delay,
+#                 build/nfslice-nf
 #                 and the BPF objects scripts and tests load
 #   make test     install deps, build (with the unit tests and the benchmark
 #                 driver), run unit (Criterion) + netns (pytest) tests
@@ -11,17 +12,17 @@
 
 include mk/common.mk
 
-.PHONY: all bpf lib loader pktgen delay bench-bpf bench-build unit deps test \
+.PHONY: all bpf lib loader pktgen delay nf bench-bpf bench-build unit deps test \
 	demo bench doc install uninstall clean
 
-TOOLS := nfslice nfslice-pktgen nfslice-delay
+TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 INSTALL ?= install
 
-all: loader pktgen delay bench-bpf
+all: loader pktgen delay nf bench-bpf
 
 # The production datapath (slicer, splicer) and the user-space libraries
 # come first: several tools use them, and parallel sub-makes must never
@@ -29,7 +30,7 @@ all: loader pktgen delay bench-bpf
 bpf:
 	$(Q)$(MAKE) -C bpf
 
-lib:
+lib: bpf
 	$(Q)$(MAKE) -C lib
 
 loader: bpf lib
@@ -40,6 +41,9 @@ pktgen: lib
 
 delay: lib
 	$(Q)$(MAKE) -C delay
+
+nf: bpf lib
+	$(Q)$(MAKE) -C nf
 
 # The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
 # its test), and the datapath cost driver.

@@ -44,10 +44,13 @@ NFSL_INLINE __u32 nfsl_flow_hash(void *data, void *data_end,
 
 		if ((void *)(ip6 + 1) > data_end)
 			return 0;
+		const __u8 *sa = (const __u8 *)&ip6->saddr;
+		const __u8 *da = (const __u8 *)&ip6->daddr;
+
 		NFSL_UNROLL
 		for (int i = 0; i < 4; i++)
-			h = nfsl_fmix32(h ^ ip6->saddr.in6_u.u6_addr32[i] ^
-					ip6->daddr.in6_u.u6_addr32[i]);
+			h = nfsl_fmix32(h ^ nfsl_load32(sa + 4 * i) ^
+					nfsl_load32(da + 4 * i));
 	} else {
 		struct iphdr *iph = data + p->l3off;
 

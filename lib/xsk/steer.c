@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Steering of frames to the NF's sockets (bpf/steer.bpf.c): its XSKMAP
+ * keys and groups, and where it runs. In a slicing domain it goes into
+ * the slicer's chain map, so it runs after the slicer on every domain
+ * interface (libxdp's dispatcher cannot load here: docs/platform.md);
+ * elsewhere libxdp attaches it to the NF's interfaces.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <xdp/libxdp.h>
+
+#include "domain.h"
+#include "cli.h"
+#include "xsk_int.h"
+#include "steer.skel.h"
+
+static int fail(char *err, size_t len, int rc, const char *msg, const char *arg)
+{
+	snprintf(err, len, msg, arg, strerror(-rc));
+	return rc;
+}
+
+/* Name of the XDP program on @ifindex, or NULL when there is none. */
+static const char *xdp_prog_on(int ifindex, char *buf, size_t len)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+	const char *name = NULL;
+
+	if (libxdp_get_error(mp) || !mp)
+		return NULL;
+	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
+					 : xdp_multiprog__next_prog(NULL, mp);
+	if (p) {
+		snprintf(buf, len, "%s", xdp_program__name(p));
+		name = buf;
+	}
+	xdp_multiprog__close(mp);
+	return name;
+}
+
+/* The domain's chain map; every device must be one of its interfaces. */
+static int open_chain(struct nfsl_xsk *x, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct nfsl_domain d;
+	int rc;
+
+	rc = nfsl_domain_open(&d, x->o.domain);
+	if (rc)
+		return fail(err, errlen, rc, "cannot open domain %s: %s", x->o.domain);
+	for (int i = 0; i < x->ndevs; i++) {
+		bool found = false;
+
+		for (__u32 k = 0; k < d.cfg.nifaces; k++)
+			found |= d.cfg.ifaces[k].ifindex == x->ifindex[i] &&
+				 !(d.cfg.ifaces[k].flags & NFSL_IF_NF_PORT);
+		if (!found) {
+			snprintf(err, errlen,
+				 "%s is not a sliced interface of domain %s: attach it "
+				 "(nfslice attach --name %s --dev ...) or run without --name",
+				 x->devname[i], x->o.domain, x->o.domain);
+			nfsl_domain_close(&d);
+			return -EINVAL;
+		}
+	}
+	snprintf(dir, sizeof(dir), "%s", d.dir);
+	nfsl_domain_close(&d);
+	snprintf(path, sizeof(path), "%s/%s", dir, NFSL_PIN_CHAIN);
+	x->chain_fd = bpf_obj_get(path);
+	if (x->chain_fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen,
+			 "domain %s has no chain map (%s: %s): it was attached by an older "
+			 "nfslice; detach and attach it again",
+			 x->o.domain, path, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
+{
+	int xsks_fd, groups_fd, prog_fd, rc;
+	char buf[64];
+
+	x->steer = steer_bpf__open_and_load();
+	if (!x->steer)
+		return fail(err, errlen, -errno, "cannot load the steering program%s: %s", "");
+	xsks_fd = bpf_map__fd(x->steer->maps.nfsl_xsks);
+	groups_fd = bpf_map__fd(x->steer->maps.nfsl_groups);
+	prog_fd = bpf_program__fd(x->steer->progs.nfsl_steer);
+
+	for (int i = 0; i < x->nsocks; i++) {
+		if (bpf_map_update_elem(xsks_fd, &x->socks[i].key, &x->socks[i].fd, 0))
+			return fail(err, errlen, -errno, "cannot insert a socket into the XSKMAP%s: %s",
+				    "");
+	}
+	for (int gi = 0; gi < x->ngroups; gi++) {
+		struct nfsl_xsk_group *g = &x->groups[gi];
+		struct nfsl_steer_key k = { .ifindex = g->ifindex, .queue = g->queue };
+		struct nfsl_steer_grp v = { .base = g->socks[0]->key, .nsock = g->nsock };
+
+		if (bpf_map_update_elem(groups_fd, &k, &v, 0))
+			return fail(err, errlen, -errno, "cannot write the steering groups%s: %s", "");
+	}
+
+	if (x->o.domain) {
+		__u32 zero = 0, old;
+
+		rc = open_chain(x, err, errlen);
+		if (rc)
+			return rc;
+		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old))
+			nfsl_msg("nfsl_xsk: warning: ",
+				 "domain %s already fed the NF program id %u; replacing it",
+				 x->o.domain, old);
+		if (bpf_map_update_elem(x->chain_fd, &zero, &prog_fd, 0))
+			return fail(err, errlen, -errno, "cannot chain the steering program after the slicer of %s: %s",
+				    x->o.domain);
+		x->steering = true;
+		return 0;
+	}
+	for (int i = 0; i < x->ndevs; i++) {
+		const char *other = xdp_prog_on(x->ifindex[i], buf, sizeof(buf));
+		struct xdp_program *p;
+
+		if (other) {
+			snprintf(err, errlen,
+				 "%s already runs the XDP program %s%s", x->devname[i], other,
+				 !strcmp(other, "nfsl_slicer")
+					 ? ": it is sliced, so give its domain (--name DOMAIN)"
+					 : ": detach it first (xdp-loader unload)");
+			return -EEXIST;
+		}
+		p = xdp_program__from_fd(prog_fd);
+		rc = libxdp_get_error(p);
+		if (!rc)
+			rc = xdp_program__attach(p, x->ifindex[i], XDP_MODE_NATIVE, 0);
+		xdp_program__close(p);
+		if (rc)
+			return fail(err, errlen, rc, "cannot attach the steering program to %s: %s",
+				    x->devname[i]);
+		x->steer_attached = true;
+	}
+	x->steering = true;
+	return 0;
+}
+
+/* Frames from now on go to the kernel: sockets out of the XSKMAP first
+ * (bpf_redirect_map then passes), then the program unhooked. */
+void xsk_steer_stop(struct nfsl_xsk *x)
+{
+	int xsks_fd = bpf_map__fd(x->steer->maps.nfsl_xsks);
+	__u32 zero = 0, id;
+
+	for (int i = 0; i < x->nsocks; i++)
+		bpf_map_delete_elem(xsks_fd, &x->socks[i].key);
+	if (x->chain_fd >= 0) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		/* Only our own entry: another NF may have replaced it. */
+		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &id) &&
+		    !bpf_obj_get_info_by_fd(bpf_program__fd(x->steer->progs.nfsl_steer),
+					    &info, &len) &&
+		    id == info.id)
+			bpf_map_delete_elem(x->chain_fd, &zero);
+	}
+	x->steering = false;
+}
+
+void xsk_steer_close(struct nfsl_xsk *x)
+{
+	if (x->steer_attached) {
+		for (int i = 0; i < x->ndevs; i++) {
+			struct xdp_program *p =
+				xdp_program__from_fd(bpf_program__fd(x->steer->progs.nfsl_steer));
+
+			if (!libxdp_get_error(p)) {
+				xdp_program__detach(p, x->ifindex[i], XDP_MODE_NATIVE, 0);
+				xdp_program__close(p);
+			}
+		}
+		x->steer_attached = false;
+	}
+	if (x->chain_fd >= 0)
+		close(x->chain_fd);
+	x->chain_fd = -1;
+	steer_bpf__destroy(x->steer);
+	x->steer = NULL;
+}
+
+int nfsl_xsk_steer_stats(const struct nfsl_xsk *x, struct nfsl_steer_counters *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct nfsl_steer_counters *v;
+	__u32 zero = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!x->steer)
+		return -ENOENT;
+	if (ncpu < 0)
+		return ncpu;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(x->steer->maps.nfsl_steer_stats), &zero, v)) {
+		rc = -errno;
+		goto out;
+	}
+	for (int c = 0; c < ncpu; c++) {
+#define NFSL_X_ADD(name) out->name += v[c].name;
+		NFSL_STEER_COUNTERS(NFSL_X_ADD)
+#undef NFSL_X_ADD
+	}
+out:
+	free(v);
+	return rc;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* nfsl_xsk internals shared by lib/xsk/xsk.c, steer.c, rx.c and tx.c. */
+#ifndef NFSL_XSK_INT_H
+#define NFSL_XSK_INT_H
+
+#include <net/if.h>
+#include <poll.h>
+#include <stdatomic.h>
+
+#include "nfsl_xsk.h"
+
+#define XSK_TX_SIZE 512u   /* TX ring entries per socket */
+#define XSK_CACHE 256u     /* per-worker frame cache target (2-level pool) */
+#define XSK_MAX_SOCKS_W 64 /* sockets one worker receives from */
+
+struct nfsl_xsk_group;
+
+struct nfsl_xsk_sock {
+	struct xsk_socket *xsk;
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod tx;
+	struct nfsl_xsk_group *g;
+	__u32 key;  /* XSKMAP key */
+	int fd;
+	bool tx_shared;             /* shring: all workers send here */
+	pthread_spinlock_t tx_lock; /* taken only when tx_shared */
+};
+
+/* shring: frames the dispatcher handed to one worker (the thesis' per-core
+ * completion ring). One producer at a time (under the group's rx_lock),
+ * one consumer (the worker). */
+struct xsk_cr_ent {
+	__u64 addr;
+	__u32 len;
+	__u32 pos; /* reception position in the shared ring (RxArr) */
+};
+
+struct xsk_cr {
+	_Alignas(64) atomic_uint prod;
+	_Alignas(64) atomic_uint cons;
+	__u32 mask;             /* entries - 1: as many as the fill ring */
+	struct xsk_cr_ent e[];
+};
+
+/* One (interface, RX queue): its xsk_umem over the shared area, fill (Ax)
+ * and completion rings, and its sockets. */
+struct nfsl_xsk_group {
+	int dev;
+	__u32 ifindex, queue;
+	struct xsk_umem *umem;
+	struct xsk_ring_prod fill;
+	struct xsk_ring_cons comp;
+	__u32 fill_size, comp_size;
+	atomic_uint tx_pending; /* sent by its sockets, not yet completed */
+	__u32 fill_owed;        /* shring: returned positions not yet posted */
+	/* Owner of fill and completion rings: trylock per burst (rxbisect,
+	 * shring), uncontended for privring (one worker per group). */
+	pthread_spinlock_t ring_lock;
+	int nsock;
+	struct nfsl_xsk_sock *socks[NFSL_XSK_MAX_WORKERS];
+	/* shring */
+	pthread_spinlock_t rx_lock; /* the shared RX ring's consumer */
+	struct nfsl_xsk_rxarr rxarr;
+	__u32 rx_seq;               /* next reception position */
+	struct xsk_cr *cr[NFSL_XSK_MAX_WORKERS];
+};
+
+struct nfsl_xsk_worker {
+	struct nfsl_xsk *x;
+	int id;
+	struct nfsl_xsk_cache cache;
+	int nrx;
+	struct nfsl_xsk_sock *rxs[XSK_MAX_SOCKS_W]; /* sockets it receives from */
+	int nshg;
+	struct nfsl_xsk_group *shg[XSK_MAX_SOCKS_W]; /* shring groups */
+	struct nfsl_xsk_sock *txs[NFSL_XSK_MAX_DEVS]; /* where it sends, per device */
+	int npfd;
+	struct pollfd pfd[XSK_MAX_SOCKS_W];
+	unsigned int rr; /* first socket of the next burst */
+	struct nfsl_xsk_wset_worker *ws;
+	struct nfsl_xsk_wstats st;
+};
+
+struct nfsl_xsk {
+	struct nfsl_xsk_opts o;
+	int ndevs;
+	char devname[NFSL_XSK_MAX_DEVS][IF_NAMESIZE];
+	__u32 ifindex[NFSL_XSK_MAX_DEVS];
+	__u32 nqueues[NFSL_XSK_MAX_DEVS];
+	__u32 mtu[NFSL_XSK_MAX_DEVS];
+	/* the UMEM area */
+	__u8 *area;
+	size_t area_len;
+	__u32 nframes;
+	struct nfsl_xsk_pool pool;
+	int ngroups;
+	struct nfsl_xsk_group *groups;
+	int nsocks;
+	struct nfsl_xsk_sock *socks;
+	int nworkers;
+	struct nfsl_xsk_worker *workers;
+	struct nfsl_xsk_wset wset;
+	/* steering */
+	struct steer_bpf *steer;
+	int chain_fd;          /* domain's chain map, or -1 */
+	bool steer_attached;   /* attached to the interfaces (no domain) */
+	bool steering;
+	/* inline */
+	bool inline_splice;
+	struct nfsl_xsk_store store;
+};
+
+/* steer.c */
+int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen);
+void xsk_steer_stop(struct nfsl_xsk *x);
+void xsk_steer_close(struct nfsl_xsk *x);
+
+/* rx.c / tx.c */
+void xsk_fill_refill(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g);
+void xsk_comp_drain(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g);
+void xsk_frames_free(struct nfsl_xsk_worker *w, const __u64 *addr, unsigned int n);
+
+#endif /* NFSL_XSK_INT_H */

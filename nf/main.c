@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfslice-nf - run an NF on AF_XDP sockets with one of the receive
+ * architectures of Pismenny's thesis (lib/xsk/nfsl_xsk.h, docs/xsk.md).
+ *
+ * Steps: parse the options (exit 2 on a bad one), open the datapath
+ * (UMEM, sockets, steering), start the workers, report every --stats-
+ * interval, and on SIGINT/SIGTERM or after --duration shut down without
+ * loss: sockets out of the XSKMAP first (new frames take the kernel path),
+ * the frames already received processed and sent, transmissions
+ * completed, slots of headers still held freed, then everything closed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "domain.h"
+#include "log.h"
+#include "nf.h"
+#include "params.h"
+#include "util.h"
+
+static volatile sig_atomic_t stopping;
+/* 0 run, 1 steering stopped: finish what is queued, then exit */
+static atomic_int phase;
+
+#define OFF(f) offsetof(struct nf_opts, f)
+
+static const char *const rx_choices[] = { "privring", "smallpriv", "shring", "rxbisect", NULL };
+static const char *const nf_choices[] = { "rxdrop", "l2fwd", NULL };
+
+static const struct nfsl_opt table[] = {
+	{"dev", NFSL_OPT_STR, OFF(dev), .metavar = "IFACE[,IFACE]",
+	 .help = "interfaces the NF serves, one or two (required)"},
+	{"workers", NFSL_OPT_U32, OFF(workers), 1, NFSL_XSK_MAX_WORKERS, .metavar = "N",
+	 .help = "worker threads (default 1)"},
+	{"rx", NFSL_OPT_ENUM, OFF(rx), .choices = rx_choices, .metavar = "ARCH",
+	 .help = "privring, smallpriv, shring or rxbisect (default privring)"},
+	{"nf", NFSL_OPT_ENUM, OFF(nf), .choices = nf_choices, .metavar = "NF",
+	 .help = "network function: rxdrop or l2fwd (default l2fwd)"},
+	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN",
+	 .help = "inline: the interfaces' slicing domain (default: none)"},
+	{"ax", NFSL_OPT_U32, OFF(ax), 64, 65536, .metavar = "N",
+	 .help = "fill ring (Ax) entries, a power of two (default 256)"},
+	{"bx", NFSL_OPT_U32, OFF(bx), 64, 65536, .metavar = "N",
+	 .help = "RX ring (Bx) entries per socket, a power of two (default 2048)"},
+	{"frames", NFSL_OPT_U32, OFF(frames), 64, 1U << 22, .metavar = "N",
+	 .help = "UMEM frames of 2048 bytes (default: as many as the rings hold)"},
+	{"stats-interval", NFSL_OPT_U32, OFF(interval), 1, 3600, .metavar = "SECONDS",
+	 .help = "report every SECONDS (default: at exit only)"},
+	{"duration", NFSL_OPT_U32, OFF(duration), 1, 86400, .metavar = "SECONDS",
+	 .help = "stop after SECONDS (default: at SIGINT or SIGTERM)"},
+	{"cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
+	 .help = "run the workers on CPU N (default: any)"},
+	{"stall", NFSL_OPT_STR, OFF(stall), .metavar = "W:AFTER:FOR",
+	 .help = "worker W sleeps FOR ms from AFTER ms after the start"},
+	{"slow", NFSL_OPT_STR, OFF(slow), .metavar = "W:USEC",
+	 .help = "worker W sleeps USEC after each burst (processing variability)"},
+	{"json", NFSL_OPT_FLAG, OFF(json), .help = "reports as JSON objects, one per line"},
+	{NULL},
+};
+
+static const struct nf_opts defaults = {
+	.workers = 1,
+	.rx = NFSL_XSK_PRIVRING,
+	.nf = 1,
+	.cpu = UINT32_MAX,
+};
+
+static const struct nfsl_cmd cmd = {
+	.name = "nf",
+	.prog = NF_NAME,
+	.summary = "run a network function on AF_XDP sockets",
+	.description =
+		"Receives the UDP and TCP frames of IFACE (and of the second interface, if\n"
+		"given) on AF_XDP sockets, runs the NF on them in bursts of 64, and sends\n"
+		"what it forwards with AF_XDP. Other frames (ARP, ICMP) take the kernel path.\n"
+		"All sockets share one UMEM of 2048-byte frames. --rx chooses how frames\n"
+		"are received (Pismenny's thesis): privring, one socket per RX queue with a\n"
+		"fill ring as deep as its RX ring (ch. 4); smallpriv, the same with an Ax-entry\n"
+		"fill ring; shring, one RX ring per queue shared by every worker, frames\n"
+		"returned to the fill ring in reception order (RxArr, §5.1.3); rxbisect, one\n"
+		"socket per worker on every queue sharing the queue's Ax-entry fill ring,\n"
+		"each with its own Bx-entry RX ring, steered by a symmetric flow hash\n"
+		"(§6.1). privring and smallpriv need a queue per worker (veth: numrxqueues).\n"
+		"--ax sets the fill ring of smallpriv, shring and rxbisect; --bx the RX rings\n"
+		"and privring's fill ring. l2fwd swaps the Ethernet addresses and sends a\n"
+		"frame back out of the interface it came from, or out of the other of two.\n"
+		"--stall and --slow emulate an overloaded worker by making it sleep, so it\n"
+		"does not take the CPU the others need.\n"
+		"\n"
+		"With --name, the interfaces belong to a slicing domain (nfslice attach):\n"
+		"the NF gets the sliced headers after the slicer, and every frame it sends\n"
+		"is spliced first (AF_XDP transmit bypasses the tc splicer); a header\n"
+		"whose payload is gone is dropped and counted, and a slot of a header the\n"
+		"NF drops is freed at once.\n"
+		"\n"
+		"Reports per worker rx, tx and drops, the I/O working set (frames posted\n"
+		"to the kernel, frames in circulation, distinct frames written in the last\n"
+		"100 ms, pool size; thesis §4.2) and the sockets' kernel counters, every\n"
+		"--stats-interval and at exit. On SIGINT or SIGTERM the sockets leave the\n"
+		"XSKMAP first (frames then take the kernel path), frames already received\n"
+		"are processed and sent, then everything is closed.",
+	.opts = table,
+	.opts_size = sizeof(struct nf_opts),
+	.defaults = &defaults,
+	.exit_status = "  0  stopped cleanly\n"
+		       "  1  a system error (message on stderr)\n"
+		       "  2  bad arguments",
+	.see_also = "nfslice(8), nfslice-pktgen(8)",
+};
+
+static int nf_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int nf_err(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return nfsl_msg(NF_NAME ": ", "%s", buf);
+}
+
+static void on_signal(int sig)
+{
+	stopping = 1;
+}
+
+static __u64 now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000ull + t.tv_nsec / 1000000;
+}
+
+struct worker_arg {
+	struct nfsl_xsk_worker *w;
+	__u8 *area;
+	const struct nf_ops *nf;
+	int id, ndevs;
+	__u32 cpu;
+	__u64 start_ms;
+	/* --stall, --slow: this worker's share, 0 when not it */
+	__u64 stall_from, stall_to;
+	__u32 slow_us;
+};
+
+static void *worker(void *p)
+{
+	struct worker_arg *a = p;
+	struct nfsl_xsk_desc d[NFSL_XSK_BURST], out[NFSL_XSK_BURST], drop[NFSL_XSK_BURST];
+	struct nf_pkt pk[NFSL_XSK_BURST];
+	int idle = 0;
+
+	if (a->cpu != UINT32_MAX)
+		nfsl_pin_cpu(a->cpu);
+	for (;;) {
+		unsigned int n, nout = 0, ndrop = 0;
+		int ph = atomic_load(&phase);
+
+		if (ph == 0 && a->stall_to) {
+			__u64 t = now_ms() - a->start_ms;
+
+			if (t >= a->stall_from && t < a->stall_to) {
+				usleep(1000);
+				continue;
+			}
+		}
+		n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+		if (!n) {
+			/* After steering stopped: done once the rings stay
+			 * empty for a few waits. */
+			if (ph == 1 && ++idle >= 5)
+				break;
+			nfsl_xsk_worker_wait(a->w, ph == 1 ? 10 : 100);
+			continue;
+		}
+		idle = 0;
+		for (unsigned int i = 0; i < n; i++)
+			pk[i] = (struct nf_pkt){ .data = a->area + d[i].addr, .len = d[i].len,
+						 .in = d[i].dev };
+		a->nf->burst(pk, n, a->ndevs);
+		for (unsigned int i = 0; i < n; i++) {
+			d[i].len = pk[i].len;
+			if (pk[i].out == NF_DROP) {
+				drop[ndrop++] = d[i];
+			} else {
+				d[i].out = pk[i].out;
+				out[nout++] = d[i];
+			}
+		}
+		if (ndrop)
+			nfsl_xsk_worker_drop(a->w, drop, ndrop);
+		if (nout)
+			nfsl_xsk_worker_tx(a->w, out, nout);
+		if (a->slow_us)
+			usleep(a->slow_us);
+	}
+	nfsl_xsk_worker_drain(a->w, 1000);
+	return NULL;
+}
+
+/* "W:A:B" or "W:A" into numbers; returns the count parsed or -1. */
+static int parse_triplet(const char *s, __u32 *v, int want)
+{
+	char *end;
+	int n = 0;
+
+	while (n < want) {
+		unsigned long x = strtoul(s, &end, 10);
+
+		if (end == s || x > UINT32_MAX)
+			return -1;
+		v[n++] = x;
+		if (*end == '\0')
+			break;
+		if (*end != ':')
+			return -1;
+		s = end + 1;
+	}
+	return *end == '\0' ? n : -1;
+}
+
+static int split_devs(char *dev, struct nfsl_xsk_opts *xo)
+{
+	char *comma = strchr(dev, ',');
+
+	xo->devs[0] = dev;
+	xo->ndevs = 1;
+	if (comma) {
+		*comma = '\0';
+		xo->devs[1] = comma + 1;
+		xo->ndevs = 2;
+		if (!*xo->devs[1] || strchr(xo->devs[1], ','))
+			return -1;
+	}
+	return *xo->devs[0] ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct worker_arg args[NFSL_XSK_MAX_WORKERS] = {};
+	pthread_t tid[NFSL_XSK_MAX_WORKERS];
+	struct nfsl_xsk_opts xo = {};
+	struct nfsl_xsk *x = NULL;
+	struct nf_report rep = {};
+	__u32 stall[3] = {}, slow[3] = {};
+	__u64 start, last, next_roll;
+	int first, err, nthreads = 0, rc = 2;
+	struct nf_opts o;
+	char msg[512];
+
+	err = nfsl_cmd_parse(&cmd, argc, argv, &o, &first);
+	if (err)
+		return err > 0 ? 0 : 2;
+	nfsl_msg_json(o.json);
+	if (!o.dev) {
+		nf_err("--dev IFACE[,IFACE] is required: the interfaces the NF serves");
+		goto out;
+	}
+	if (split_devs(o.dev, &xo)) {
+		nf_err("--dev '%s': give one interface or two separated by a comma", o.dev);
+		goto out;
+	}
+	if (o.stall && (parse_triplet(o.stall, stall, 3) != 3 || stall[0] >= o.workers)) {
+		nf_err("--stall '%s': give WORKER:AFTER_MS:FOR_MS with WORKER below --workers (%u)",
+		       o.stall, o.workers);
+		goto out;
+	}
+	if (o.slow && (parse_triplet(o.slow, slow, 2) != 2 || slow[0] >= o.workers)) {
+		nf_err("--slow '%s': give WORKER:USEC with WORKER below --workers (%u)", o.slow,
+		       o.workers);
+		goto out;
+	}
+	/* Domain pins and libxdp's state live in the host's bpffs, which
+	 * `ip netns exec` hides (domain.h). Without --name none is needed. */
+	err = nfsl_bpffs_enter();
+	if (err && o.name) {
+		nf_err("no bpffs at %s, where domain %s would be pinned: %s (mount -t bpf bpf %s)",
+		       nfsl_bpffs(), o.name, strerror(-err), nfsl_bpffs());
+		rc = 1;
+		goto out;
+	}
+	nfsl_log_init(NFSL_LOG_NONE);
+	xo.workers = o.workers;
+	xo.rx = o.rx;
+	xo.ax = o.ax;
+	xo.bx = o.bx;
+	xo.frames = o.frames;
+	xo.domain = o.name;
+
+	rc = 1;
+	err = nfsl_xsk_open(&xo, &x, msg, sizeof(msg));
+	if (err) {
+		nf_err("%s", msg);
+		rc = err == -EINVAL || err == -ENODEV || err == -ENOENT ? 2 : 1;
+		goto out;
+	}
+	nfsl_catch_stop_signals(on_signal);
+	start = now_ms();
+	for (__u32 i = 0; i < o.workers; i++) {
+		struct worker_arg *a = &args[i];
+
+		a->w = nfsl_xsk_worker(x, i);
+		a->area = nfsl_xsk_area(x);
+		a->nf = nf_all[o.nf];
+		a->id = i;
+		a->ndevs = xo.ndevs;
+		a->cpu = o.cpu;
+		a->start_ms = start;
+		if (o.stall && stall[0] == i) {
+			a->stall_from = stall[1];
+			a->stall_to = (__u64)stall[1] + stall[2];
+		}
+		if (o.slow && slow[0] == i)
+			a->slow_us = slow[1];
+		err = pthread_create(&tid[i], NULL, worker, a);
+		if (err) {
+			nf_err("cannot start worker %u: %s", i, strerror(err));
+			stopping = 1;
+			break;
+		}
+		nthreads++;
+	}
+
+	rep.o = &o;
+	rep.x = x;
+	last = next_roll = start;
+	while (!stopping) {
+		__u64 t;
+
+		usleep(20 * 1000);
+		t = now_ms();
+		if (o.duration && t - start >= (__u64)o.duration * 1000)
+			break;
+		if (t >= next_roll) {
+			/* rolls the working-set window, records peaks */
+			rep.elapsed_s = (t - start) / 1e3;
+			nf_report_sample(&rep);
+			next_roll = t + 100;
+		}
+		if (o.interval && t - last >= (__u64)o.interval * 1000) {
+			last = t;
+			rep.elapsed_s = (t - start) / 1e3;
+			nf_report(&rep);
+		}
+	}
+
+	/* Shut down without loss: the kernel path takes new frames first. */
+	nfsl_xsk_stop_steering(x);
+	atomic_store(&phase, 1);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(tid[i], NULL);
+	rep.elapsed_s = (now_ms() - start) / 1e3;
+	rep.final = true;
+	nf_report(&rep);
+	rc = 0;
+out:
+	nfsl_xsk_close(x);
+	return nfsl_msg_json_flush(rc);
+}
