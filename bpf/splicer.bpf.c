@@ -16,21 +16,20 @@
  *     every segment's slot freed, dropped (dropped_gso);
  *   - a helper failing: dropped (splice_failed).
  * Never is a sliced header sent on without its payload.
+ * The codec (token check, checksum, header rewrite) is include/nfsl_splice.h,
+ * shared with the AF_XDP engine's TX path (lib/xsk/splice.c); this file adds
+ * the skb access, the MTU check and the counters.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
 #include "nfsl_maps.h"
-#include "nfsl_hdr.h"
-#include "nfsl_token.h"
-#include "nfsl_store.h"
+#include "nfsl_splice.h"
 
 /*
  * nfsl_token_find - are the 16 bytes at @tok_off one of our tokens?
- * A cheap pre-check that every token we issued passes and almost all other
- * bytes fail (generation issued, i.e. non-zero and not ahead of the slot's;
- * index below NFSL_MAX_SLOTS) comes before the MAC (~55 ns).
+ * (nfsl_token_index, nfsl_token_ours)
  * @tok:  out: the token
  * @slot: out: the slot it names, NULL when outside the store
  */
@@ -39,40 +38,13 @@ static __always_inline bool nfsl_token_find(struct __sk_buff *skb,
 					    __u32 tok_off, struct nfsl_token *tok,
 					    struct nfsl_slot **slot)
 {
-	struct nfsl_slot *s;
-	__u32 idx, gen;
+	__u32 idx;
 
-	if (bpf_skb_load_bytes(skb, tok_off, tok, sizeof(*tok)))
+	if (bpf_skb_load_bytes(skb, tok_off, tok, sizeof(*tok)) ||
+	    !nfsl_token_index(tok, &idx))
 		return false;
-	idx = nfsl_ntohl(tok->slot);
-	gen = nfsl_ntohl(tok->gen);
-	if (!gen || idx >= NFSL_MAX_SLOTS)
-		return false;
-	s = bpf_map_lookup_elem(&nfsl_store, &idx);
-	if (s && (int)(NFSL_CTL_GEN(NFSL_READ_ONCE_U64(s->ctl)) - gen) < 0)
-		return false;
-	*slot = s;
-	return nfsl_token_verify(tok, cfg->key);
-}
-
-/* Rewrite IP and L4 headers for the spliced lengths. */
-static __always_inline int nfsl_write_spliced(struct __sk_buff *skb,
-					      const struct nfsl_pkt *p,
-					      __u8 dscp, __u32 l3len, __u16 csum,
-					      __u8 flags)
-{
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	void *l3 = data + p->l3off, *l4 = data + p->l4off;
-
-	if (l3 + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) > data_end ||
-	    l4 + sizeof(struct tcphdr) > data_end)
-		return -1;
-	nfsl_ip_rewrite(l3, p->v6, dscp, l3len);
-	if (!p->v6 && (flags & NFSL_SLOT_F_IPFFFF) && !((struct iphdr *)l3)->check)
-		((struct iphdr *)l3)->check = 0xffff;
-	nfsl_l4_rewrite(l4, p->proto, l3len - (p->l4off - p->l3off), csum);
-	return 0;
+	*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
+	return nfsl_token_ours(tok, *slot, cfg->key);
 }
 
 static __always_inline int nfsl_splice(struct __sk_buff *skb,
@@ -82,17 +54,14 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	__u32 gen, len, tok_off, cur_l4, new_l3, mtu, pseudo;
-	bool udp = p->proto == IPPROTO_UDP, hint = p->dscp == NFSL_DSCP_SLICED;
-	__u16 *csum_field, csum, tsum, psum, ip_csum;
+	__u32 gen, len, tok_off, new_l3, mtu;
 	struct nfsl_slot *s = NULL;
+	__u16 *csum_field, csum;
 	struct nfsl_token tok;
 	__u8 flags;
 
-	if (p->l3end < p->payoff + NFSL_TOKEN_LEN)
-		goto not_ours;
-	tok_off = p->l3end - NFSL_TOKEN_LEN;
-	if (!nfsl_token_find(skb, cfg, tok_off, &tok, &s))
+	if (!nfsl_splice_token_off(p, &tok_off) ||
+	    !nfsl_token_find(skb, cfg, tok_off, &tok, &s))
 		goto not_ours;
 
 	gen = nfsl_ntohl(tok.gen);
@@ -100,7 +69,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 		goto stale;
 	len = s->len;
 	flags = s->flags;
-	if (len <= NFSL_TOKEN_LEN || len > NFSL_PAYLOAD_MAX)
+	if (!nfsl_splice_len_ok(len))
 		goto stale;
 
 	new_l3 = tok_off + len - p->l3off;
@@ -114,35 +83,16 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	csum_field = data + p->l4off + nfsl_l4_csum_off(p->proto);
 	if ((void *)(csum_field + 1) > data_end)
 		goto failed; /* parsed headers are linear: never */
-	csum = *csum_field;
-	cur_l4 = p->l3end - p->l4off;
-	if ((flags & NFSL_SLOT_F_NOCSUM) || (udp && !csum)) {
-		/* The original had no UDP checksum, or the NF cleared it
-		 * (legal for IPv4, RFC 768): none it is. */
-		csum = 0;
-	} else if ((flags & NFSL_SLOT_F_PARTIAL) &&
-		   !nfsl_pseudo_sum(data, data_end, p, &pseudo, &ip_csum) &&
-		   csum == nfsl_csum_seed(pseudo, cur_l4)) {
-		/* Still to be computed (no device on the way did it; NAT kept
-		 * the seed up to date): the seed of the spliced length. */
-		csum = nfsl_csum_seed(pseudo, cur_l4 - NFSL_TOKEN_LEN + len);
-	} else {
-		tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
-				    tok_off - p->l4off);
-		psum = nfsl_csum_at(s->csum, (tok_off - p->l4off) ^
-					     !!(flags & NFSL_SLOT_F_ODD));
-		csum = nfsl_splice_csum(csum, cur_l4, cur_l4 - NFSL_TOKEN_LEN + len,
-					udp, tsum, psum);
-		if (!csum && (flags & NFSL_SLOT_F_L4FFFF))
-			csum = 0xffff; /* the zero it had, byte for byte */
-	}
+	csum = nfsl_splice_l4_csum(data, data_end, p, &tok, *csum_field, len,
+				   s->csum, flags);
 
 	/* Grow first (the token stays in place); a failure leaves the packet
-	 * as it was, and the header is never sent without its payload. An NF
-	 * that re-marked the DSCP keeps its marking. */
-	if (bpf_skb_change_tail(skb, tok_off + len, 0) ||
-	    nfsl_write_spliced(skb, p, hint ? s->dscp : p->dscp, new_l3, csum,
-			       flags) ||
+	 * as it was, and the header is never sent without its payload. */
+	if (bpf_skb_change_tail(skb, tok_off + len, 0))
+		goto failed;
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	if (nfsl_write_spliced(data, data_end, p, s->dscp, new_l3, csum, flags) ||
 	    bpf_skb_store_bytes(skb, tok_off, s->payload, len, 0))
 		goto failed;
 	/* Seqlock-style: the copy counts only if the slot still held our
@@ -153,7 +103,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	return TC_ACT_OK;
 
 not_ours:
-	if (hint)
+	if (p->dscp == NFSL_DSCP_SLICED)
 		cnt->bad_token++;
 	return TC_ACT_OK;
 stale:
