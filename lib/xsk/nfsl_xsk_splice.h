@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Inline splicing on the AF_XDP transmit path. AF_XDP transmit bypasses tc
+ * egress, where the splicer runs, so an NF on AF_XDP sockets of the slicing
+ * host puts the parked payloads back itself, in user space, from a
+ * read-write mmap of the domain's store (BPF_F_MMAPABLE). It uses the
+ * splice codec of the tc splicer (include/nfsl_splice.h) and keeps its
+ * invariants (docs/format.md "Token"): a token is recognised by its MAC
+ * whatever the DSCP, a header whose payload is gone is dropped, never sent
+ * truncated, and a payload copied while its slot was evicted is dropped
+ * (the slot is freed by compare-and-swap, seqlock style).
+ *
+ * Sources: NFSlicer §III-B "splice operation", PayloadPark §3.3 "Merge" /
+ * Alg. 2 and §6.2.4 (explicit drop), RFC 1624 (incremental checksum).
+ *
+ * Threads: any number of threads may splice and release on one store at
+ * once (and the datapath's slicers and splicers with them); open and close
+ * from one.
+ */
+#ifndef NFSL_XSK_SPLICE_H
+#define NFSL_XSK_SPLICE_H
+
+#include <stddef.h>
+#include "nfsl_structs.h"
+
+struct nfsl_domain;
+
+/* A domain's store as the AF_XDP engine sees it. */
+struct nfsl_xsk_store {
+	struct nfsl_slot *slots; /* the mapped store, read-write */
+	__u32 nslots;            /* its max_entries: tokens naming a slot
+				  * beyond are stale, as in the tc splicer */
+	size_t map_len;          /* bytes mapped */
+	struct nfsl_config cfg;  /* the domain's config at open (the key) */
+	int fd;                  /* the store map, our own fd */
+};
+
+/* What nfsl_xsk_splice did with a frame. All but NOT_SLICED and SPLICED
+ * mean: drop the frame. */
+enum nfsl_xsk_splice_res {
+	/* no token of ours: frame untouched, send it */
+	NFSL_XSK_SPLICE_NOT_SLICED,
+	/* payload put back, slot freed: send it */
+	NFSL_XSK_SPLICE_SPLICED,
+	/* token ours, payload gone (evicted, freed, or evicted while being
+	 * copied): drop; the slot is left alone (someone else's now) */
+	NFSL_XSK_SPLICE_STALE,
+	/* spliced IP packet above @mtu: frame untouched, slot freed, drop */
+	NFSL_XSK_SPLICE_TOO_BIG,
+	/* spliced frame longer than @room: frame untouched, slot freed, drop */
+	NFSL_XSK_SPLICE_NO_ROOM,
+	/* *@len > @room: nothing done, drop. (Also headers the rewrite
+	 * cannot reach, which a frame that parsed never has: slot freed.) */
+	NFSL_XSK_SPLICE_BAD,
+};
+
+/*
+ * nfsl_xsk_store_open - map the store of domain @d read-write.
+ * The map's size comes from the kernel (value size x max_entries, rounded
+ * up to pages as the kernel lays out an mmapable array); @d's config (its
+ * MAC key) is copied. @d may be closed afterwards. A config rewritten
+ * with a new key needs a new open.
+ * Returns 0, -EINVAL when the map is not a store (not an mmapable array of
+ * struct nfsl_slot), or -errno of the map info, dup or mmap (-EACCES: the
+ * fd was opened read-only; -EPERM: the map is frozen).
+ */
+int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d);
+
+/* Unmap and close; safe on a zeroed or already closed store. */
+void nfsl_xsk_store_close(struct nfsl_xsk_store *st);
+
+/*
+ * nfsl_xsk_splice - put back the parked payload of the frame about to be
+ * sent, if it carries one of our tokens.
+ * @frame: Ethernet frame (up to two VLAN tags) in a UMEM buffer of @room
+ *         bytes; one buffer, not multi-buffer
+ * @len:   in: frame bytes; out: the spliced frame's bytes (SPLICED only;
+ *         Ethernet padding after the sliced IP packet is dropped)
+ * @room:  bytes the buffer holds from @frame on
+ * @mtu:   egress MTU: the largest IP packet, bytes (a VLAN tag does not
+ *         count, as with the kernel's MTU)
+ * Returns enum nfsl_xsk_splice_res. On STALE the frame's bytes may have
+ * changed (a copy that raced an eviction); *@len is changed only on
+ * SPLICED.
+ */
+int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
+		    __u32 mtu);
+
+/*
+ * nfsl_xsk_release - the NF dropped the frame [@frame, @frame + @len): if
+ * it is a sliced header whose payload is still parked, free the slot now
+ * rather than let it wait for expiry (explicit drop, PayloadPark §6.2.4).
+ * Returns 1 when a slot was freed, 0 when the frame carries no token of
+ * ours or its payload is gone already.
+ */
+int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
+
+#endif /* NFSL_XSK_SPLICE_H */

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Inline splicing from a read-write mmap of the store (nfsl_xsk_splice.h).
+ * The token check, the checksum and the header rewrite are the tc
+ * splicer's (include/nfsl_splice.h); this file adds what the tc splicer
+ * gets from helpers: the frame and the slot as plain memory, the MTU and
+ * the buffer's room as arguments.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+
+#include "nfsl_splice.h"
+#include "domain.h"
+#include "nfsl_xsk_splice.h"
+
+int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len;
+	void *m;
+	int fd, err;
+
+	memset(st, 0, sizeof(*st));
+	st->fd = -1;
+	if (bpf_obj_get_info_by_fd(d->store_fd, &info, &ilen))
+		return -errno;
+	if (info.type != BPF_MAP_TYPE_ARRAY || !(info.map_flags & BPF_F_MMAPABLE) ||
+	    info.value_size != sizeof(struct nfsl_slot) || !info.max_entries)
+		return -EINVAL;
+	/* An mmapable array is max_entries values of round_up(value_size, 8)
+	 * bytes, the whole rounded up to pages (kernel/bpf/arraymap.c). */
+	len = (size_t)info.max_entries * ((info.value_size + 7) & ~7u);
+	len = (len + page - 1) / page * page;
+	/* Our own fd: the caller may close the domain. */
+	fd = fcntl(d->store_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	st->slots = m;
+	st->nslots = info.max_entries;
+	st->map_len = len;
+	st->cfg = d->cfg;
+	st->fd = fd;
+	return 0;
+}
+
+void nfsl_xsk_store_close(struct nfsl_xsk_store *st)
+{
+	if (!st->slots)
+		return; /* zeroed, failed open, or closed: no fd of ours */
+	munmap(st->slots, st->map_len);
+	close(st->fd);
+	st->slots = NULL;
+	st->fd = -1;
+}
+
+/*
+ * The tc splicer's nfsl_token_find on a linear frame: does [@frame,
+ * @frame + @len) end its IP packet with one of our tokens? Out: its parse
+ * @p, the token @tok at @tok_off, the slot @s it names (NULL: beyond the
+ * store).
+ */
+static bool xsk_token_find(const struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
+			   struct nfsl_pkt *p, __u32 *tok_off, struct nfsl_token *tok,
+			   struct nfsl_slot **s)
+{
+	__u32 idx;
+
+	if (nfsl_parse(frame, frame + len, p) || !nfsl_splice_token_off(p, tok_off))
+		return false;
+	memcpy(tok, frame + *tok_off, sizeof(*tok));
+	if (!nfsl_token_index(tok, &idx))
+		return false;
+	*s = idx < st->nslots ? &st->slots[idx] : NULL;
+	return nfsl_token_ours(tok, *s, st->cfg.key);
+}
+
+int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
+		    __u32 mtu)
+{
+	__u32 tok_off, gen, plen, new_l3, new_len;
+	struct nfsl_token tok;
+	struct nfsl_slot *s;
+	struct nfsl_pkt p;
+	__u16 field, csum, psum;
+	__u8 flags, dscp;
+
+	if (*len > room)
+		return NFSL_XSK_SPLICE_BAD;
+	if (!xsk_token_find(st, frame, *len, &p, &tok_off, &tok, &s))
+		return NFSL_XSK_SPLICE_NOT_SLICED;
+	gen = ntohl(tok.gen);
+	if (!s || !nfsl_slot_busy(s, gen))
+		return NFSL_XSK_SPLICE_STALE;
+	/* Each field read once: an eviction may rewrite the slot meanwhile
+	 * (the release below then fails), and a length read twice could
+	 * differ between the bounds check and the copy. */
+	plen = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	psum = __atomic_load_n(&s->csum, __ATOMIC_RELAXED);
+	dscp = __atomic_load_n(&s->dscp, __ATOMIC_RELAXED);
+	flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+	if (!nfsl_splice_len_ok(plen))
+		return NFSL_XSK_SPLICE_STALE;
+
+	new_l3 = tok_off + plen - p.l3off;
+	new_len = tok_off + plen;
+	if (new_l3 > mtu) {
+		nfsl_slot_release(s, gen);
+		return NFSL_XSK_SPLICE_TOO_BIG;
+	}
+	if (new_len > room) {
+		nfsl_slot_release(s, gen);
+		return NFSL_XSK_SPLICE_NO_ROOM;
+	}
+
+	/* The parse put the whole L4 header inside the frame. */
+	memcpy(&field, frame + p.l4off + nfsl_l4_csum_off(p.proto), sizeof(field));
+	csum = nfsl_splice_l4_csum(frame, frame + *len, &p, &tok, field, plen, psum, flags);
+	if (nfsl_write_spliced(frame, frame + new_len, &p, dscp, new_l3, csum, flags)) {
+		nfsl_slot_release(s, gen); /* parsed headers lie inside: never */
+		return NFSL_XSK_SPLICE_BAD;
+	}
+	memcpy(frame + tok_off, s->payload, plen);
+	/* Seqlock-style: the copy counts only if the slot still held our
+	 * generation the whole time (the compare-and-swap is a full barrier:
+	 * the copy cannot move past it). */
+	if (!nfsl_slot_release(s, gen))
+		return NFSL_XSK_SPLICE_STALE;
+	*len = new_len;
+	return NFSL_XSK_SPLICE_SPLICED;
+}
+
+int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
+{
+	struct nfsl_token tok;
+	struct nfsl_slot *s;
+	struct nfsl_pkt p;
+	__u32 tok_off;
+
+	/* The parser only reads. */
+	if (!xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s) || !s)
+		return 0;
+	return nfsl_slot_release(s, ntohl(tok.gen));
+}
