@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nfsl_flow.h"
 #include "xsk_int.h"
@@ -157,6 +158,7 @@ static void sh_dispatch(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g)
 {
 	struct nfsl_xsk_sock *s = g->socks[0];
 	int nw = w->x->nworkers;
+	__u64 woke = 0;
 	__u32 idx, n, k;
 
 	if (pthread_spin_trylock(&g->rx_lock))
@@ -180,10 +182,20 @@ static void sh_dispatch(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g)
 		cr->e[prod & cr->mask] = (struct xsk_cr_ent){ .addr = x->addr, .len = x->len,
 							     .pos = g->rx_seq++ };
 		atomic_store_explicit(&cr->prod, prod + 1, memory_order_release);
+		woke |= 1ull << t;
 	}
 	if (k)
 		xsk_ring_cons__release(&s->rx, k);
 	pthread_spin_unlock(&g->rx_lock);
+	/* A worker asleep in poll() sees the shared RX ring empty now: wake
+	 * the ones that got frames. */
+	woke &= ~(1ull << w->id);
+	for (int t = 0; woke; t++, woke >>= 1) {
+		__u64 one = 1;
+
+		if ((woke & 1) && write(w->x->workers[t].efd, &one, sizeof(one)) < 0)
+			continue; /* counter saturated: it is awake anyway */
+	}
 }
 
 /* shring step 3: return the done run from the head to the fill ring. */

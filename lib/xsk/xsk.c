@@ -17,6 +17,7 @@
 #include <linux/if_xdp.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -350,6 +351,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 	for (int i = 0; i < x->nworkers; i++) {
 		x->workers[i].x = x;
 		x->workers[i].id = i;
+		x->workers[i].efd = -1;
 		x->workers[i].ws = nfsl_xsk_wset_worker(&x->wset, i);
 		rc = nfsl_xsk_cache_init(&x->workers[i].cache, &x->pool, XSK_CACHE);
 		if (rc) {
@@ -404,6 +406,18 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 	rc = wire_workers(x, err, errlen);
 	if (rc)
 		goto out;
+	for (int i = 0; x->o.rx == NFSL_XSK_SHRING && i < x->nworkers; i++) {
+		struct nfsl_xsk_worker *w = &x->workers[i];
+
+		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (w->efd < 0 || w->npfd >= XSK_MAX_SOCKS_W) {
+			rc = fail(err, errlen, w->efd < 0 ? -errno : -E2BIG,
+				  "cannot create a worker's eventfd");
+			goto out;
+		}
+		/* last entry: nfsl_xsk_worker_wait reads it when it fires */
+		w->pfd[w->npfd++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
+	}
 	/* Give the kernel its buffers before the first frame is steered. */
 	for (int gi = 0; gi < x->ngroups; gi++) {
 		struct nfsl_xsk_group *g = &x->groups[gi];
@@ -482,9 +496,13 @@ void nfsl_xsk_close(struct nfsl_xsk *x)
 				free(g->cr[w]);
 		}
 	}
-	for (int i = 0; x->workers && i < x->nworkers; i++)
-		if (x->workers[i].x)
-			nfsl_xsk_cache_fini(&x->workers[i].cache);
+	for (int i = 0; x->workers && i < x->nworkers; i++) {
+		if (!x->workers[i].x)
+			continue;
+		nfsl_xsk_cache_fini(&x->workers[i].cache);
+		if (x->workers[i].efd >= 0)
+			close(x->workers[i].efd);
+	}
 	if (x->wset.w)
 		nfsl_xsk_wset_fini(&x->wset);
 	if (x->pool.s)
@@ -524,15 +542,25 @@ const struct nfsl_xsk_wstats *nfsl_xsk_worker_stats(const struct nfsl_xsk_worker
 
 int nfsl_xsk_worker_wait(struct nfsl_xsk_worker *w, int timeout_ms)
 {
-	/* shring: frames may wait in this worker's dispatch ring, or in the
-	 * shared RX ring for whoever dispatches next. */
+	int rc;
+
+	/* shring: frames may wait in this worker's dispatch ring (another
+	 * worker dispatched them and wakes us through efd), or in the shared
+	 * RX ring for whoever dispatches next. */
 	for (int i = 0; i < w->nshg; i++) {
 		struct xsk_cr *cr = w->shg[i]->cr[w->id];
 
 		if (atomic_load_explicit(&cr->prod, memory_order_acquire) != cr->cons)
 			return 1;
 	}
-	return poll(w->pfd, w->npfd, timeout_ms);
+	rc = poll(w->pfd, w->npfd, timeout_ms);
+	if (rc > 0 && w->efd >= 0 && (w->pfd[w->npfd - 1].revents & POLLIN)) {
+		__u64 v;
+
+		if (read(w->efd, &v, sizeof(v)) < 0)
+			return rc;
+	}
+	return rc;
 }
 
 /* rx_fill_ring_empty_descs counts per fill ring (per group), the others

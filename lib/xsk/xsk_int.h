@@ -77,6 +77,7 @@ struct nfsl_xsk_worker {
 	int npfd;
 	struct pollfd pfd[XSK_MAX_SOCKS_W];
 	unsigned int rr; /* first socket of the next burst */
+	int efd;         /* shring: eventfd the dispatcher wakes it with */
 	struct nfsl_xsk_wset_worker *ws;
 	struct nfsl_xsk_wstats st;
 };
