@@ -88,8 +88,7 @@ static void report_json(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	NFSL_STEER_COUNTERS(NFSL_X_JSON)
 #undef NFSL_X_JSON
 	jsonw_end_object(&w);
-	jsonw_end_object(&w);
-	fputc('\n', stdout);
+	jsonw_end_object(&w); /* ends the line */
 	fflush(stdout);
 }
 
