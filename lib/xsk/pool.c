@@ -334,7 +334,7 @@ __u32 nfsl_xsk_cache_get(struct nfsl_xsk_cache *c, __u64 *out, __u32 n)
 	__u32 got = 0;
 
 	while (got < n) {
-		__u32 cnt = c->top - c->bot, k;
+		__u32 cnt = c->top - c->bot, k, top, mask;
 		int dry = 0;
 
 		if (cnt < n - got) {
@@ -347,10 +347,12 @@ __u32 nfsl_xsk_cache_get(struct nfsl_xsk_cache *c, __u64 *out, __u32 n)
 				break;
 		}
 		k = min_u32(cnt, n - got);
+		top = c->top;
+		mask = c->mask;
 		/* A loop, not memcpy: bursts are short, and newest first. */
 		for (__u32 i = 0; i < k; i++)
-			out[got + i] = c->f[(c->top - 1 - i) & c->mask];
-		set_top(c, c->top - k);
+			out[got + i] = c->f[(top - 1 - i) & mask];
+		set_top(c, top - k);
 		got += k;
 		if (dry)
 			break;
@@ -365,11 +367,12 @@ void nfsl_xsk_cache_put(struct nfsl_xsk_cache *c, const __u64 *in, __u32 n)
 	while (n) {
 		/* Room is never 0: after a drain the cache holds size frames,
 		 * at most capacity - NFSL_XSK_CACHE_BURST. */
-		__u32 k = min_u32(n, c->mask + 1 - (c->top - c->bot));
+		__u32 top = c->top, mask = c->mask;
+		__u32 k = min_u32(n, mask + 1 - (top - c->bot));
 
 		for (__u32 i = 0; i < k; i++)
-			c->f[(c->top + i) & c->mask] = in[i];
-		set_top(c, c->top + k);
+			c->f[(top + i) & mask] = in[i];
+		set_top(c, top + k);
 		in += k;
 		n -= k;
 		if (c->top - c->bot > c->thresh)
