@@ -198,23 +198,37 @@ static void sh_dispatch(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g)
 	}
 }
 
-/* shring step 3: return the done run from the head to the fill ring. */
+/*
+ * shring step 3: return the done run from the head to the fill ring
+ * (Listing 5.1 lines 29-37). The listing spins on the lock; here a worker
+ * that finds it held leaves a request instead, which the holder serves
+ * before it leaves: workers may outnumber CPUs (all on one, in the
+ * benchmarks), and a preempted holder must not make the others spin.
+ */
 static void sh_return(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g)
 {
 	__u32 first, n;
 
-	pthread_spin_lock(&g->ring_lock);
-	n = nfsl_xsk_rxarr_advance_excl(&g->rxarr, &first, UINT32_MAX);
-	g->fill_owed += n;
-	xsk_comp_drain(w, g);
-	if (g->fill_owed) {
-		__u32 posted = fill_post(w, g, g->fill_owed);
+	do {
+		atomic_store(&g->return_req, 1);
+		if (pthread_spin_trylock(&g->ring_lock))
+			return; /* the holder sees the request */
+		while (atomic_exchange(&g->return_req, 0)) {
+			n = nfsl_xsk_rxarr_advance_excl(&g->rxarr, &first, UINT32_MAX);
+			g->fill_owed += n;
+			xsk_comp_drain(w, g);
+			if (g->fill_owed) {
+				__u32 posted = fill_post(w, g, g->fill_owed);
 
-		g->fill_owed -= posted;
-		if (posted)
-			w->st.refills++;
-	}
-	pthread_spin_unlock(&g->ring_lock);
+				g->fill_owed -= posted;
+				if (posted)
+					w->st.refills++;
+			}
+		}
+		pthread_spin_unlock(&g->ring_lock);
+		/* a request left after our last look, by a worker whose
+		 * trylock failed before our unlock */
+	} while (atomic_load(&g->return_req));
 }
 
 static unsigned int rx_shared(struct nfsl_xsk_worker *w, struct nfsl_xsk_desc *d,

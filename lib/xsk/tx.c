@@ -118,7 +118,7 @@ unsigned int nfsl_xsk_worker_tx(struct nfsl_xsk_worker *w, struct nfsl_xsk_desc 
 		if (!k)
 			continue;
 		if (s->tx_shared)
-			pthread_spin_lock(&s->tx_lock);
+			pthread_mutex_lock(&s->tx_lock);
 		/* reserve is all or nothing: take what is free */
 		r = xsk_prod_nb_free(&s->tx, k);
 		if (r > k)
@@ -137,7 +137,7 @@ unsigned int nfsl_xsk_worker_tx(struct nfsl_xsk_worker *w, struct nfsl_xsk_desc 
 		}
 		kick(s);
 		if (s->tx_shared)
-			pthread_spin_unlock(&s->tx_lock);
+			pthread_mutex_unlock(&s->tx_lock);
 		for (unsigned int j = r; j < k; j++) {
 			drop[ndrop++] = d[sel[j]].addr;
 			w->st.tx_full++;
@@ -188,10 +188,10 @@ unsigned int nfsl_xsk_worker_drain(struct nfsl_xsk_worker *w, int timeout_ms)
 			if (!s)
 				continue;
 			if (s->tx_shared)
-				pthread_spin_lock(&s->tx_lock);
+				pthread_mutex_lock(&s->tx_lock);
 			kick(s);
 			if (s->tx_shared)
-				pthread_spin_unlock(&s->tx_lock);
+				pthread_mutex_unlock(&s->tx_lock);
 			pthread_spin_lock(&s->g->ring_lock);
 			xsk_comp_drain(w, s->g);
 			pthread_spin_unlock(&s->g->ring_lock);

@@ -124,7 +124,7 @@ static int create_sock(struct nfsl_xsk *x, struct nfsl_xsk_group *g,
 	int rc;
 
 	s->g = g;
-	pthread_spin_init(&s->tx_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&s->tx_lock, NULL);
 	/* A queue freed by a socket that just closed can be busy for about a
 	 * second (docs/platform.md): retry a few times. */
 	for (int tries = 0;; tries++) {

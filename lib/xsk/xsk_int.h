@@ -23,7 +23,8 @@ struct nfsl_xsk_sock {
 	__u32 key;  /* XSKMAP key */
 	int fd;
 	bool tx_shared;             /* shring: all workers send here */
-	pthread_spinlock_t tx_lock; /* taken only when tx_shared */
+	pthread_mutex_t tx_lock; /* taken only when tx_shared; a mutex, since
+				  * the kick (a sendto) runs under it */
 };
 
 /* shring: frames the dispatcher handed to one worker (the thesis' per-core
@@ -53,6 +54,8 @@ struct nfsl_xsk_group {
 	__u32 fill_size, comp_size;
 	atomic_uint tx_pending; /* sent by its sockets, not yet completed */
 	__u32 fill_owed;        /* shring: returned positions not yet posted */
+	atomic_int return_req;  /* shring: a worker asks the ring's holder
+				 * to return done positions (sh_return) */
 	/* Owner of fill and completion rings: trylock per burst (rxbisect,
 	 * shring), uncontended for privring (one worker per group). */
 	pthread_spinlock_t ring_lock;
