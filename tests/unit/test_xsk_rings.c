@@ -291,32 +291,27 @@ static void run(enum nfsl_xsk_rx rx, int queues, int nworkers, bool fwd, __u32 c
 
 TestSuite(xsk_rings, .timeout = 60);
 
-Test(xsk_rings, rxbisect_drop)
+struct ring_case {
+	enum nfsl_xsk_rx rx;
+	int queues, workers;
+	bool fwd;
+};
+
+/* Each architecture, dropping and sending back; privring and smallpriv
+ * with a queue per worker. */
+static struct ring_case ring_cases[] = {
+	{ NFSL_XSK_RXBISECT, 2, 3, false }, { NFSL_XSK_RXBISECT, 2, 3, true },
+	{ NFSL_XSK_SHRING, 2, 3, false },   { NFSL_XSK_SHRING, 2, 3, true },
+	{ NFSL_XSK_PRIVRING, 2, 2, true },  { NFSL_XSK_SMALLPRIV, 2, 2, false },
+};
+
+ParameterizedTestParameters(xsk_rings, conservation)
 {
-	run(NFSL_XSK_RXBISECT, 2, 3, false, 20000);
+	return cr_make_param_array(struct ring_case, ring_cases,
+				   sizeof(ring_cases) / sizeof(ring_cases[0]));
 }
 
-Test(xsk_rings, rxbisect_fwd)
+ParameterizedTest(struct ring_case *c, xsk_rings, conservation)
 {
-	run(NFSL_XSK_RXBISECT, 2, 3, true, 20000);
-}
-
-Test(xsk_rings, shring_drop)
-{
-	run(NFSL_XSK_SHRING, 2, 3, false, 20000);
-}
-
-Test(xsk_rings, shring_fwd)
-{
-	run(NFSL_XSK_SHRING, 2, 3, true, 20000);
-}
-
-Test(xsk_rings, privring_fwd)
-{
-	run(NFSL_XSK_PRIVRING, 2, 2, true, 20000);
-}
-
-Test(xsk_rings, smallpriv_drop)
-{
-	run(NFSL_XSK_SMALLPRIV, 2, 2, false, 20000);
+	run(c->rx, c->queues, c->workers, c->fwd, 20000);
 }
