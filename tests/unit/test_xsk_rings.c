@@ -30,6 +30,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "log.h"
 #include "xsk_int.h"
