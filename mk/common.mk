@@ -31,7 +31,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
 	-Wall -Werror -Wno-unused-function
 CFLAGS ?= -g -O2
 CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-	-I$(ROOT)/include -I$(ROOT)/lib/util -I$(ROOT)/lib/nfsl -I$(ROOT)/lib/xsk -I$(OUTPUT)
+	-I$(ROOT)/include -I$(ROOT)/lib/util -I$(ROOT)/lib/nfsl -I$(ROOT)/lib/xsk -I$(ROOT)/lib/nf -I$(OUTPUT)
 BPF_LIBS := -lxdp -lbpf -lelf -lz
 
 ifeq ($(V),1)

@@ -38,7 +38,6 @@ static atomic_int phase;
 #define OFF(f) offsetof(struct nf_opts, f)
 
 static const char *const rx_choices[] = { "privring", "smallpriv", "shring", "rxbisect", NULL };
-static const char *const nf_choices[] = { "rxdrop", "l2fwd", NULL };
 
 static const struct nfsl_opt table[] = {
 	{"dev", NFSL_OPT_STR, OFF(dev), .metavar = "IFACE[,IFACE]",
@@ -47,8 +46,8 @@ static const struct nfsl_opt table[] = {
 	 .help = "worker threads (default 1)"},
 	{"rx", NFSL_OPT_ENUM, OFF(rx), .choices = rx_choices, .metavar = "ARCH",
 	 .help = "privring, smallpriv, shring or rxbisect (default privring)"},
-	{"nf", NFSL_OPT_ENUM, OFF(nf), .choices = nf_choices, .metavar = "NF",
-	 .help = "network function: rxdrop or l2fwd (default l2fwd)"},
+	{"nf", NFSL_OPT_STR, OFF(nf), .metavar = "NF[,NF...]",
+	 .help = "the NF, or a chain of them in order: rxdrop, l2fwd (default l2fwd)"},
 	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN",
 	 .help = "inline: the interfaces' slicing domain (default: none)"},
 	{"ax", NFSL_OPT_U32, OFF(ax), 64, 65536, .metavar = "N",
@@ -74,7 +73,7 @@ static const struct nfsl_opt table[] = {
 static const struct nf_opts defaults = {
 	.workers = 1,
 	.rx = NFSL_XSK_PRIVRING,
-	.nf = 1,
+	.nf = "l2fwd",
 	.cpu = UINT32_MAX,
 };
 
@@ -149,8 +148,11 @@ static __u64 now_ms(void)
 struct worker_arg {
 	struct nfsl_xsk_worker *w;
 	__u8 *area;
-	const struct nf_ops *nf;
-	int id, ndevs;
+	struct nfsl_xsk *x;
+	const struct nf_chain *chain;
+	void *mine[NFSL_NF_MAX_CHAIN]; /* each NF's state for this worker */
+	bool orig_len;                 /* a NF of the chain reads it */
+	int id, ndevs, nworkers;
 	__u32 cpu;
 	__u64 start_ms;
 	/* --stall, --slow: this worker's share, 0 when not it */
@@ -162,7 +164,8 @@ static void *worker(void *p)
 {
 	struct worker_arg *a = p;
 	struct nfsl_xsk_desc d[NFSL_XSK_BURST], out[NFSL_XSK_BURST], drop[NFSL_XSK_BURST];
-	struct nf_pkt pk[NFSL_XSK_BURST];
+	struct nfsl_nf_pkt pk[NFSL_XSK_BURST];
+	struct nfsl_nf_ctx ctx = { .worker = a->id, .nworkers = a->nworkers, .ndevs = a->ndevs };
 	int idle = 0;
 
 	if (a->cpu != UINT32_MAX)
@@ -189,13 +192,23 @@ static void *worker(void *p)
 			continue;
 		}
 		idle = 0;
-		for (unsigned int i = 0; i < n; i++)
-			pk[i] = (struct nf_pkt){ .data = a->area + d[i].addr, .len = d[i].len,
-						 .in = d[i].dev };
-		a->nf->burst(pk, n, a->ndevs);
+		/* Default verdict: on, out of the other device of two (a bump
+		 * in the wire), else back out of the same one. */
+		for (unsigned int i = 0; i < n; i++) {
+			__u8 *f = a->area + d[i].addr;
+
+			pk[i] = (struct nfsl_nf_pkt){
+				.data = f, .len = d[i].len, .in = d[i].dev,
+				.out = a->ndevs == 2 ? d[i].dev ^ 1 : d[i].dev,
+				.orig_len = a->orig_len ? nfsl_xsk_frame_orig_len(a->x, f, d[i].len) : 0,
+			};
+		}
+		ctx.now_ns = nfsl_now_ns();
+		for (int k = 0; k < a->chain->n; k++)
+			a->chain->ops[k]->burst(a->chain->shared[k], a->mine[k], pk, n, &ctx);
 		for (unsigned int i = 0; i < n; i++) {
 			d[i].len = pk[i].len;
-			if (pk[i].out == NF_DROP) {
+			if (pk[i].out == NFSL_NF_DROP || pk[i].out >= a->ndevs) {
 				drop[ndrop++] = d[i];
 			} else {
 				d[i].out = pk[i].out;
@@ -211,6 +224,45 @@ static void *worker(void *p)
 	}
 	nfsl_xsk_worker_drain(a->w, 1000);
 	return NULL;
+}
+
+/* Parse --nf into @c and build each NF's shared state. Returns 0 or -1
+ * after a message. */
+static int chain_open(struct nf_chain *c, char *spec, __u32 nworkers, int ndevs)
+{
+	static const char *const no_kv[] = { NULL };
+	struct nfsl_nf_conf conf = { .kv = no_kv, .nworkers = nworkers, .ndevs = ndevs };
+	char *save = NULL, err[256];
+
+	for (char *name = strtok_r(spec, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		const struct nfsl_nf_ops *ops = nfsl_nf_find(name);
+		int rc;
+
+		if (!ops) {
+			char all[256] = "";
+
+			for (int i = 0; nfsl_nf_all[i]; i++)
+				snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s",
+					 i ? ", " : "", nfsl_nf_all[i]->name);
+			return nf_err("--nf: no NF '%s' (known: %s)", name, all);
+		}
+		if (c->n == NFSL_NF_MAX_CHAIN)
+			return nf_err("--nf: a chain has at most %d NFs", NFSL_NF_MAX_CHAIN);
+		c->ops[c->n] = ops;
+		rc = ops->init ? ops->init(&c->shared[c->n], &conf, err, sizeof(err)) : 0;
+		if (rc)
+			return nf_err("--nf %s: %s", name, err);
+		c->n++;
+	}
+	return c->n ? 0 : nf_err("--nf: give at least one NF");
+}
+
+static void chain_close(struct nf_chain *c)
+{
+	for (int k = 0; k < c->n; k++)
+		if (c->ops[k]->fini)
+			c->ops[k]->fini(c->shared[k]);
+	c->n = 0;
 }
 
 /* "W:A:B" or "W:A" into numbers; returns the count parsed or -1. */
@@ -256,6 +308,8 @@ int main(int argc, char **argv)
 	pthread_t tid[NFSL_XSK_MAX_WORKERS];
 	struct nfsl_xsk_opts xo = {};
 	struct nfsl_xsk *x = NULL;
+	struct nf_chain chain = {};
+	char chain_spec[256];
 	struct nf_report rep = {};
 	__u32 stall[3] = {}, slow[3] = {};
 	__u64 start, last, next_roll;
@@ -275,6 +329,7 @@ int main(int argc, char **argv)
 		nf_err("--dev '%s': give one interface or two separated by a comma", o.dev);
 		goto out;
 	}
+	snprintf(chain_spec, sizeof(chain_spec), "%s", o.nf); /* strtok writes */
 	if (o.stall && (parse_triplet(o.stall, stall, 3) != 3 || stall[0] >= o.workers)) {
 		nf_err("--stall '%s': give WORKER:AFTER_MS:FOR_MS with WORKER below --workers (%u)",
 		       o.stall, o.workers);
@@ -295,6 +350,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	nfsl_log_init(NFSL_LOG_NONE);
+	if (chain_open(&chain, chain_spec, o.workers, xo.ndevs))
+		goto out;
 	xo.workers = o.workers;
 	xo.rx = o.rx;
 	xo.ax = o.ax;
@@ -316,9 +373,17 @@ int main(int argc, char **argv)
 
 		a->w = nfsl_xsk_worker(x, i);
 		a->area = nfsl_xsk_area(x);
-		a->nf = nf_all[o.nf];
+		a->x = x;
+		a->chain = &chain;
 		a->id = i;
+		a->nworkers = o.workers;
 		a->ndevs = xo.ndevs;
+		for (int k = 0; k < chain.n; k++) {
+			const struct nfsl_nf_ops *ops = chain.ops[k];
+
+			a->orig_len |= ops->orig_len;
+			a->mine[k] = ops->worker ? ops->worker(chain.shared[k], i, o.workers) : NULL;
+		}
 		a->cpu = o.cpu;
 		a->start_ms = start;
 		if (o.stall && stall[0] == i) {
@@ -337,6 +402,7 @@ int main(int argc, char **argv)
 	}
 
 	rep.o = &o;
+	rep.chain = o.nf;
 	rep.x = x;
 	last = next_roll = start;
 	while (!stopping) {
@@ -370,5 +436,10 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	nfsl_xsk_close(x);
+	for (int i = 0; i < nthreads; i++)
+		for (int k = 0; k < chain.n; k++)
+			if (chain.ops[k]->worker_fini)
+				chain.ops[k]->worker_fini(args[i].mine[k]);
+	chain_close(&chain);
 	return nfsl_msg_json_flush(rc);
 }

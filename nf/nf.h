@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nfslice-nf: a user-space NF on AF_XDP sockets (lib/xsk, docs/xsk.md).
- *
- * An NF is a pure function over a burst of frames: it reads and rewrites
- * headers in place and gives each frame a verdict, the device to send it
- * out of or NF_DROP. It never reads past the L4 header (plus the domain's
- * keep bytes), so it runs unchanged on full and on sliced frames, and is
- * testable without sockets or root.
+ * nfslice-nf: user-space NFs (lib/nf) on AF_XDP sockets (lib/xsk),
+ * docs/xsk.md.
  */
 #ifndef NF_H
 #define NF_H
@@ -14,33 +9,24 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+#include "nfsl_nf.h"
 #include "nfsl_xsk.h"
 
 #define NF_NAME "nfslice-nf"
-#define NF_DROP 0xffff
 
-struct nf_pkt {
-	__u8 *data; /* Ethernet frame */
-	__u32 len;  /* bytes */
-	__u16 in;   /* device index it arrived on */
-	__u16 out;  /* verdict: device index to send from, or NF_DROP */
+/* The NFs a frame goes through, in order (--nf A,B,...). */
+struct nf_chain {
+	int n;
+	const struct nfsl_nf_ops *ops[NFSL_NF_MAX_CHAIN];
+	void *shared[NFSL_NF_MAX_CHAIN];
 };
-
-struct nf_ops {
-	const char *name;
-	/* Process @n frames that arrived on a datapath of @ndevs devices. */
-	void (*burst)(struct nf_pkt *p, unsigned int n, unsigned int ndevs);
-};
-
-/* The NFs --nf can name; NULL-terminated. */
-extern const struct nf_ops *const nf_all[];
 
 /* Options of nfslice-nf. */
 struct nf_opts {
 	char *dev;          /* IFACE[,IFACE] */
 	__u32 workers;
 	int rx;             /* enum nfsl_xsk_rx */
-	int nf;             /* index into nf_all */
+	char *nf;           /* NF[,NF...]: the chain */
 	char *name;         /* domain: inline slicing */
 	__u32 ax, bx, frames;
 	__u32 interval;     /* seconds between reports, 0: none */
@@ -54,6 +40,7 @@ struct nf_opts {
 /* What the workers counted and the datapath saw, for a report. */
 struct nf_report {
 	const struct nf_opts *o;
+	const char *chain;  /* the NFs, as given */
 	struct nfsl_xsk *x;
 	double elapsed_s;
 	bool final;

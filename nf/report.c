@@ -49,7 +49,7 @@ static void report_json(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	jsonw_bool_field(&w, "final", r->final);
 	jsonw_float_field_fmt(&w, "elapsed_s", "%.3f", r->elapsed_s);
 	jsonw_string_field(&w, "rx", nfsl_xsk_rx_name(r->o->rx));
-	jsonw_string_field(&w, "nf", nf_all[r->o->nf]->name);
+	jsonw_string_field(&w, "nf", r->chain);
 	jsonw_uint_field(&w, "workers", nfsl_xsk_nworkers(x));
 	if (r->o->name)
 		jsonw_string_field(&w, "domain", r->o->name);
@@ -98,7 +98,7 @@ static void report_text(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	struct nfsl_xsk *x = r->x;
 
 	printf("%s%.1f s  %s %s, %d workers%s%s\n", r->final ? "final " : "", r->elapsed_s,
-	       nf_all[r->o->nf]->name, nfsl_xsk_rx_name(r->o->rx), nfsl_xsk_nworkers(x),
+	       r->chain, nfsl_xsk_rx_name(r->o->rx), nfsl_xsk_nworkers(x),
 	       r->o->name ? ", domain " : "", r->o->name ? r->o->name : "");
 	printf("  worker        rx        tx     drops   tx_full   spliced  stale+big  released\n");
 	for (int i = 0; i <= nfsl_xsk_nworkers(x); i++) {

@@ -206,6 +206,10 @@ struct nfsl_xsk_kstats {
 void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 		       struct nfsl_xsk_kstats *ks);
 
+/* nfsl_xsk_orig_len() on the NF's store (inline), or the frame's own IP
+ * length without a domain. */
+__u32 nfsl_xsk_frame_orig_len(const struct nfsl_xsk *x, const __u8 *frame, __u32 len);
+
 /* The steering program's counters, summed over CPUs. Returns 0 or -errno. */
 int nfsl_xsk_steer_stats(const struct nfsl_xsk *x, struct nfsl_steer_counters *out);
 

@@ -95,4 +95,13 @@ int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __
  */
 int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
 
+/*
+ * nfsl_xsk_orig_len - the IP length, in bytes, of the packet the frame
+ * [@frame, @frame + @len) was sliced from, read from its slot; the frame's
+ * own IP length when it is not a sliced header with its payload parked (or
+ * @st is NULL or closed); 0 when it is not IPv4/IPv6 UDP/TCP. For NFs that
+ * meter or account bytes (a QoS meter) on sliced headers.
+ */
+__u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
+
 #endif /* NFSL_XSK_SPLICE_H */

@@ -142,6 +142,25 @@ int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __
 	return NFSL_XSK_SPLICE_SPLICED;
 }
 
+__u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
+{
+	struct nfsl_token tok;
+	struct nfsl_slot *s = NULL;
+	struct nfsl_pkt p = {};
+	__u32 tok_off, plen;
+
+	if (st && st->slots &&
+	    xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s) && s &&
+	    nfsl_slot_busy(s, ntohl(tok.gen))) {
+		plen = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+		if (nfsl_splice_len_ok(plen))
+			return tok_off + plen - p.l3off;
+	}
+	if (p.l3end || !nfsl_parse((__u8 *)frame, (__u8 *)frame + len, &p))
+		return p.l3end - p.l3off;
+	return 0;
+}
+
 int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
 {
 	struct nfsl_token tok;

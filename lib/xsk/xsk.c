@@ -615,3 +615,8 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 			__atomic_store_n(&x->mtu[d], mtu, __ATOMIC_RELAXED);
 	}
 }
+
+__u32 nfsl_xsk_frame_orig_len(const struct nfsl_xsk *x, const __u8 *frame, __u32 len)
+{
+	return nfsl_xsk_orig_len(x->inline_splice ? &x->store : NULL, frame, len);
+}
