@@ -77,7 +77,7 @@ int nfsl_steer(struct xdp_md *ctx)
 	}
 	key = g->base;
 	if (g->nsock > 1)
-		key += nfsl_flow_pick(nfsl_flow_hash(data, data_end, &p), g->nsock);
+		key += nfsl_steer_pick(data, data_end, &p, g->mode, g->start_port, g->nsock);
 	act = bpf_redirect_map(&nfsl_xsks, key, XDP_PASS);
 	if (act == XDP_REDIRECT)
 		cnt->steered++;

@@ -67,4 +67,24 @@ NFSL_INLINE __u32 nfsl_flow_pick(__u32 h, __u32 n)
 	return (__u32)(((__u64)h * n) >> 32);
 }
 
+/*
+ * nfsl_port_owner - the worker in [0, @n) that owns port @port when the
+ * ports from @start up are split into @n equal ranges, in order (the last
+ * one takes the remainder): a NAT's external ports per worker, so the
+ * replies of a translated flow, steered by their destination port, reach
+ * the worker holding it (issue 9). Ports below @start belong to no flow:
+ * worker 0 (which drops them as unsolicited).
+ */
+NFSL_INLINE __u32 nfsl_port_owner(__u16 port, __u16 start, __u32 n)
+{
+	__u32 range;
+
+	if (port < start || n <= 1)
+		return 0;
+	range = (65536u - start) / n;
+	if (!range)
+		return 0;
+	return (port - start) / range < n ? (port - start) / range : n - 1;
+}
+
 #endif /* NFSL_FLOW_H */

@@ -13,7 +13,7 @@
 #ifndef NFSL_STEER_H
 #define NFSL_STEER_H
 
-#include "nfsl_compat.h"
+#include "nfsl_flow.h"
 
 /* XSKMAP entries: sockets of one NF process, all groups together. */
 #define NFSL_XSK_MAX_SOCKS 1024
@@ -25,9 +25,19 @@ struct nfsl_steer_key {
 	__u32 queue; /* RX queue index */
 };
 
+/* How a group picks a socket for a frame. */
+enum nfsl_steer_mode {
+	NFSL_STEER_FLOW,  /* symmetric 5-tuple hash (nfsl_flow_hash) */
+	NFSL_STEER_DPORT, /* destination port range (nfsl_port_owner): a
+			   * NAT's WAN side, so replies reach the worker that
+			   * allocated the port */
+};
+
 struct nfsl_steer_grp {
-	__u32 base;  /* first XSKMAP key of the group */
-	__u32 nsock; /* sockets in the group; 0: pass to the kernel */
+	__u32 base;       /* first XSKMAP key of the group */
+	__u32 nsock;      /* sockets in the group; 0: pass to the kernel */
+	__u32 mode;       /* enum nfsl_steer_mode */
+	__u32 start_port; /* NFSL_STEER_DPORT: first port of the ranges */
 };
 
 /* Per-CPU counters of the steering program. */
@@ -42,5 +52,19 @@ struct nfsl_steer_counters {
 	NFSL_STEER_COUNTERS(NFSL_X_FIELD)
 #undef NFSL_X_FIELD
 };
+
+/* The socket (0..@n-1) of a group of @n for the packet @p, by @mode. */
+NFSL_INLINE __u32 nfsl_steer_pick(void *data, void *data_end, const struct nfsl_pkt *p,
+				  __u32 mode, __u32 start_port, __u32 n)
+{
+	__be16 *ports = data + p->l4off;
+
+	if (mode == NFSL_STEER_DPORT) {
+		if ((void *)(ports + 2) > data_end)
+			return 0;
+		return nfsl_port_owner(nfsl_ntohs(ports[1]), start_port, n);
+	}
+	return nfsl_flow_pick(nfsl_flow_hash(data, data_end, p), n);
+}
 
 #endif /* NFSL_STEER_H */

@@ -77,6 +77,11 @@ struct nfsl_xsk_opts {
 	__u32 frames;        /* UMEM frames; 0: what the rings can hold */
 	const char *domain;  /* inline: the slicing domain, or NULL */
 	__u64 wset_ns;       /* working-set window; 0: 100 ms (§4.2) */
+	/* Steer frames arriving on device port_dev - 1 (0: none) by
+	 * destination port range from port_start (NFSL_STEER_DPORT: a NAT's
+	 * WAN side); the others by flow. */
+	int port_dev;
+	__u16 port_start;
 };
 
 /* A frame handed to the NF. */

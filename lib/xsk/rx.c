@@ -172,7 +172,10 @@ static void sh_dispatch(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g)
 		__u32 t = 0, prod;
 
 		if (nw > 1 && !nfsl_parse(frame, frame + x->len, &p))
-			t = nfsl_flow_pick(nfsl_flow_hash(frame, frame + x->len, &p), nw);
+			t = nfsl_steer_pick(frame, frame + x->len, &p,
+					    w->x->o.port_dev == g->dev + 1 ? NFSL_STEER_DPORT
+									   : NFSL_STEER_FLOW,
+					    w->x->o.port_start, nw);
 		if (!nfsl_xsk_rxarr_room(&g->rxarr, g->rx_seq))
 			break; /* never: the fill ring bounds the positions */
 		cr = g->cr[t];

@@ -107,6 +107,11 @@ int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 		struct nfsl_steer_key k = { .ifindex = g->ifindex, .queue = g->queue };
 		struct nfsl_steer_grp v = { .base = g->socks[0]->key, .nsock = g->nsock };
 
+		if (x->o.port_dev == g->dev + 1) {
+			v.mode = NFSL_STEER_DPORT;
+			v.start_port = x->o.port_start;
+		}
+
 		if (bpf_map_update_elem(groups_fd, &k, &v, 0))
 			return fail(err, errlen, -errno, "cannot write the steering groups%s: %s", "");
 	}
