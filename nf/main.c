@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "domain.h"
 #include "log.h"
+#include "nfsl_nf_nat.h"
 #include "nf.h"
 #include "params.h"
 #include "util.h"
@@ -67,6 +68,28 @@ static const struct nfsl_opt table[] = {
 	{"slow", NFSL_OPT_STR, OFF(slow), .metavar = "W:USEC",
 	 .help = "worker W sleeps USEC after each burst (processing variability)"},
 	{"json", NFSL_OPT_FLAG, OFF(json), .help = "reports as JSON objects, one per line"},
+	{"rules", NFSL_OPT_STR, OFF(rules), .metavar = "FILE",
+	 .help = "fw: the ACL, first match wins (docs/nf.md \"Firewall\")"},
+	{"fw-default", NFSL_OPT_STR, OFF(fw_default), .metavar = "ACTION",
+	 .help = "fw: allow or deny what no rule matches (default allow)"},
+	{"ext-ip", NFSL_OPT_STR, OFF(ext_ip), .metavar = "ADDR",
+	 .help = "nat: the external IPv4 address (required with nat)"},
+	{"starting-port", NFSL_OPT_STR, OFF(start_port), .metavar = "PORT",
+	 .help = "nat: first external port to allocate (default 1024)"},
+	{"max-flows", NFSL_OPT_STR, OFF(max_flows), .metavar = "N",
+	 .help = "nat: flows per worker at most (default 65536)"},
+	{"expire", NFSL_OPT_STR, OFF(expire), .metavar = "SECONDS",
+	 .help = "nat: idle time after which a flow ends (default 10)"},
+	{"backends", NFSL_OPT_STR, OFF(backends), .metavar = "FILE",
+	 .help = "lb: the backends, one per line (docs/nf.md \"Load balancer\")"},
+	{"cir", NFSL_OPT_STR, OFF(cir), .metavar = "RATE",
+	 .help = "qos: committed information rate (docs/nf.md \"QoS meter\")"},
+	{"cbs", NFSL_OPT_STR, OFF(cbs), .metavar = "BYTES",
+	 .help = "qos: committed burst size"},
+	{"ebs", NFSL_OPT_STR, OFF(ebs), .metavar = "BYTES",
+	 .help = "qos: excess burst size"},
+	{"nf-opt", NFSL_OPT_STR, OFF(nf_opt), .metavar = "NF.KEY=VAL,...",
+	 .help = "any other NF option, e.g. nat.lan_net=10.0.0.0/8,qos.red=mark"},
 	{NULL},
 };
 
@@ -226,12 +249,69 @@ static void *worker(void *p)
 	return NULL;
 }
 
+/* The named options of the NFs: which NF takes each, under which key. */
+static const struct {
+	const char *nf, *key;
+	size_t off;
+} nf_opt_map[] = {
+	{ "fw", "rules", OFF(rules) },        { "fw", "default", OFF(fw_default) },
+	{ "nat", "ext_ip", OFF(ext_ip) },     { "nat", "start_port", OFF(start_port) },
+	{ "nat", "max_flows", OFF(max_flows) }, { "nat", "expire", OFF(expire) },
+	{ "lb", "backends", OFF(backends) },  { "qos", "cir", OFF(cir) },
+	{ "qos", "cbs", OFF(cbs) },           { "qos", "ebs", OFF(ebs) },
+};
+
+/* KEY=VALUE strings for NF @name from the named options and --nf-opt
+ * (@buf holds them). Returns the count, or -1 after a message. */
+static int nf_kv(const struct nf_opts *o, const char *name, const char **kv, char *buf,
+		 size_t buflen)
+{
+	size_t used = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(nf_opt_map) / sizeof(nf_opt_map[0]); i++) {
+		const char *v = *(char *const *)((const char *)o + nf_opt_map[i].off);
+		int len;
+
+		if (!v || strcmp(nf_opt_map[i].nf, name))
+			continue;
+		len = snprintf(buf + used, buflen - used, "%s=%s", nf_opt_map[i].key, v);
+		if (len < 0 || (size_t)len >= buflen - used || n >= NF_MAX_KV - 1)
+			return nf_err("options of %s too long", name);
+		kv[n++] = buf + used;
+		used += len + 1;
+	}
+	if (o->nf_opt) {
+		char copy[1024], *save = NULL;
+
+		snprintf(copy, sizeof(copy), "%s", o->nf_opt);
+		for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			char *dot = strchr(t, '.');
+			int len;
+
+			if (!dot || !strchr(dot, '='))
+				return nf_err("--nf-opt '%s': give NF.KEY=VALUE, e.g. nat.lan_net=10.0.0.0/8",
+					      t);
+			if ((size_t)(dot - t) != strlen(name) || strncmp(t, name, dot - t))
+				continue;
+			len = snprintf(buf + used, buflen - used, "%s", dot + 1);
+			if (len < 0 || (size_t)len >= buflen - used || n >= NF_MAX_KV - 1)
+				return nf_err("options of %s too long", name);
+			kv[n++] = buf + used;
+			used += len + 1;
+		}
+	}
+	kv[n] = NULL;
+	return n;
+}
+
 /* Parse --nf into @c and build each NF's shared state. Returns 0 or -1
  * after a message. */
-static int chain_open(struct nf_chain *c, char *spec, __u32 nworkers, int ndevs)
+static int chain_open(struct nf_chain *c, char *spec, const struct nf_opts *o, int ndevs)
 {
-	static const char *const no_kv[] = { NULL };
-	struct nfsl_nf_conf conf = { .kv = no_kv, .nworkers = nworkers, .ndevs = ndevs };
+	const char *kv[NF_MAX_KV];
+	char kvbuf[2048];
+	struct nfsl_nf_conf conf = { .kv = kv, .nworkers = o->workers, .ndevs = ndevs };
 	char *save = NULL, err[256];
 
 	for (char *name = strtok_r(spec, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
@@ -249,12 +329,37 @@ static int chain_open(struct nf_chain *c, char *spec, __u32 nworkers, int ndevs)
 		if (c->n == NFSL_NF_MAX_CHAIN)
 			return nf_err("--nf: a chain has at most %d NFs", NFSL_NF_MAX_CHAIN);
 		c->ops[c->n] = ops;
+		if (nf_kv(o, name, kv, kvbuf, sizeof(kvbuf)) < 0)
+			return -1;
 		rc = ops->init ? ops->init(&c->shared[c->n], &conf, err, sizeof(err)) : 0;
 		if (rc)
 			return nf_err("--nf %s: %s", name, err);
 		c->n++;
 	}
 	return c->n ? 0 : nf_err("--nf: give at least one NF");
+}
+
+/*
+ * A NAT with several workers keeps each flow on the worker that allocated
+ * its external port: replies on the WAN side are steered by destination
+ * port range (nfsl_port_owner). Receive architectures that steer by
+ * hardware queue cannot do that. Returns 0 or -1 after a message.
+ */
+static int nat_steering(const struct nf_chain *c, const struct nf_opts *o,
+			struct nfsl_xsk_opts *xo)
+{
+	for (int k = 0; k < c->n; k++) {
+		if (strcmp(c->ops[k]->name, "nat") || o->workers < 2)
+			continue;
+		if (o->rx == NFSL_XSK_PRIVRING || o->rx == NFSL_XSK_SMALLPRIV)
+			return nf_err("--nf nat with %u workers needs --rx rxbisect or shring: with --rx %s a "
+				      "reply arrives on whatever queue its sender chose, not at the worker "
+				      "holding its flow",
+				      o->workers, nfsl_xsk_rx_name(o->rx));
+		xo->port_dev = nfsl_nf_nat_wan_dev(c->shared[k]) + 1;
+		xo->port_start = nfsl_nf_nat_start_port(c->shared[k]);
+	}
+	return 0;
 }
 
 static void chain_close(struct nf_chain *c)
@@ -350,7 +455,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	nfsl_log_init(NFSL_LOG_NONE);
-	if (chain_open(&chain, chain_spec, o.workers, xo.ndevs))
+	if (chain_open(&chain, chain_spec, &o, xo.ndevs) || nat_steering(&chain, &o, &xo))
 		goto out;
 	xo.workers = o.workers;
 	xo.rx = o.rx;

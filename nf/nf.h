@@ -21,6 +21,8 @@ struct nf_chain {
 	void *shared[NFSL_NF_MAX_CHAIN];
 };
 
+#define NF_MAX_KV 32
+
 /* Options of nfslice-nf. */
 struct nf_opts {
 	char *dev;          /* IFACE[,IFACE] */
@@ -35,6 +37,11 @@ struct nf_opts {
 	char *stall;        /* WORKER:AFTER_MS:FOR_MS */
 	char *slow;         /* WORKER:USEC */
 	bool json;
+	/* options of the NFs (nf_opt_map in main.c): given as text, each NF
+	 * parses and checks its own */
+	char *nf_opt;       /* NF.KEY=VALUE[,NF.KEY=VALUE...] */
+	char *rules, *fw_default, *ext_ip, *start_port, *max_flows, *expire,
+		*backends, *cir, *cbs, *ebs;
 };
 
 /* What the workers counted and the datapath saw, for a report. */

@@ -629,3 +629,15 @@ const struct nfsl_nf_ops nfsl_nf_nat = {
 	.worker_fini = nat_worker_fini,
 	.fini = nat_fini,
 };
+
+unsigned int nfsl_nf_nat_wan_dev(const void *shared)
+{
+	const struct nat_conf *c = shared;
+
+	return c->ndevs == 1 ? 0 : c->wan;
+}
+
+__u16 nfsl_nf_nat_start_port(const void *shared)
+{
+	return ((const struct nat_conf *)shared)->start_port;
+}

@@ -86,4 +86,12 @@ extern const struct nfsl_nf_ops nfsl_nf_nat;
  */
 void nfsl_nf_nat_counters(void *mine, struct nfsl_nf_nat_counters *out);
 
+/*
+ * For the datapath's steering (nfslice-nf): the device whose frames are
+ * steered by destination port range (the WAN side; the one device when
+ * there is one), and the first port of the ranges. @shared: nat's state.
+ */
+unsigned int nfsl_nf_nat_wan_dev(const void *shared);
+__u16 nfsl_nf_nat_start_port(const void *shared);
+
 #endif /* NFSL_NF_NAT_H */
