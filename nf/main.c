@@ -472,6 +472,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	nfsl_catch_stop_signals(on_signal);
+	rep.o = &o;
+	rep.x = x;
 	start = now_ms();
 	for (__u32 i = 0; i < o.workers; i++) {
 		struct worker_arg *a = &args[i];
@@ -488,6 +490,7 @@ int main(int argc, char **argv)
 
 			a->orig_len |= ops->orig_len;
 			a->mine[k] = ops->worker ? ops->worker(chain.shared[k], i, o.workers) : NULL;
+			rep.mine[i][k] = a->mine[k];
 		}
 		a->cpu = o.cpu;
 		a->start_ms = start;
@@ -506,9 +509,8 @@ int main(int argc, char **argv)
 		nthreads++;
 	}
 
-	rep.o = &o;
 	rep.chain = o.nf;
-	rep.x = x;
+	rep.nfs = &chain;
 	last = next_roll = start;
 	while (!stopping) {
 		__u64 t;

@@ -48,6 +48,8 @@ struct nf_opts {
 struct nf_report {
 	const struct nf_opts *o;
 	const char *chain;  /* the NFs, as given */
+	const struct nf_chain *nfs;
+	void *mine[NFSL_XSK_MAX_WORKERS][NFSL_NF_MAX_CHAIN]; /* their worker states */
 	struct nfsl_xsk *x;
 	double elapsed_s;
 	bool final;

@@ -38,6 +38,27 @@ static void json_counters(struct json_writer *w, const struct nfsl_xsk_wstats *s
 	jsonw_end_object(w);
 }
 
+#define NF_MAX_COUNTERS 32
+
+/* NF @k's counters summed over the workers. Returns how many. */
+static unsigned int nf_counters(const struct nf_report *r, int k, const char **names,
+				__u64 *vals)
+{
+	const struct nfsl_nf_ops *ops = r->nfs->ops[k];
+	unsigned int n = 0;
+
+	if (!ops->counters)
+		return 0;
+	for (int w = 0; w < nfsl_xsk_nworkers(r->x); w++) {
+		__u64 v[NF_MAX_COUNTERS];
+
+		n = ops->counters(r->mine[w][k], names, v, NF_MAX_COUNTERS);
+		for (unsigned int i = 0; i < n; i++)
+			vals[i] = (w ? vals[i] : 0) + v[i];
+	}
+	return n;
+}
+
 static void report_json(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 			const struct nfsl_steer_counters *sc)
 {
@@ -81,6 +102,20 @@ static void report_json(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	jsonw_uint_field(&w, "rx_ring_full", r->ks.rx_ring_full);
 	jsonw_uint_field(&w, "rx_fill_empty", r->ks.rx_fill_empty);
 	jsonw_uint_field(&w, "tx_ring_empty", r->ks.tx_ring_empty);
+	jsonw_end_object(&w);
+	jsonw_name(&w, "nf_counters");
+	jsonw_start_object(&w);
+	for (int k = 0; k < r->nfs->n; k++) {
+		const char *names[NF_MAX_COUNTERS];
+		__u64 vals[NF_MAX_COUNTERS];
+		unsigned int n = nf_counters(r, k, names, vals);
+
+		jsonw_name(&w, r->nfs->ops[k]->name);
+		jsonw_start_object(&w);
+		for (unsigned int i = 0; i < n; i++)
+			jsonw_uint_field(&w, names[i], vals[i]);
+		jsonw_end_object(&w);
+	}
 	jsonw_end_object(&w);
 	jsonw_name(&w, "steer");
 	jsonw_start_object(&w);
@@ -126,6 +161,18 @@ static void report_text(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	       (unsigned long long)r->ks.rx_dropped, (unsigned long long)r->ks.rx_ring_full,
 	       (unsigned long long)r->ks.rx_fill_empty, (unsigned long long)sc->steered,
 	       (unsigned long long)(sc->no_group + sc->not_ip + sc->no_sock));
+	for (int k = 0; k < r->nfs->n; k++) {
+		const char *names[NF_MAX_COUNTERS];
+		__u64 vals[NF_MAX_COUNTERS];
+		unsigned int n = nf_counters(r, k, names, vals);
+
+		if (!n)
+			continue;
+		printf("  %s:", r->nfs->ops[k]->name);
+		for (unsigned int i = 0; i < n; i++)
+			printf("%s %s %llu", i ? "," : "", names[i], (unsigned long long)vals[i]);
+		printf("\n");
+	}
 	fflush(stdout);
 }
 

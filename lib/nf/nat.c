@@ -619,6 +619,9 @@ void nfsl_nf_nat_counters(void *mine, struct nfsl_nf_nat_counters *out)
 #undef NFSL_X_COPY
 }
 
+static unsigned int nat_counter_list(void *mine, const char **names, __u64 *vals,
+				     unsigned int max);
+
 const struct nfsl_nf_ops nfsl_nf_nat = {
 	.name = "nat",
 	.help = "NAPT (RFC 3022, VigNAT): ext_ip=A.B.C.D [start_port=1024] [expire=10] "
@@ -628,6 +631,7 @@ const struct nfsl_nf_ops nfsl_nf_nat = {
 	.burst = nat_burst,
 	.worker_fini = nat_worker_fini,
 	.fini = nat_fini,
+	.counters = nat_counter_list,
 };
 
 unsigned int nfsl_nf_nat_wan_dev(const void *shared)
@@ -640,4 +644,21 @@ unsigned int nfsl_nf_nat_wan_dev(const void *shared)
 __u16 nfsl_nf_nat_start_port(const void *shared)
 {
 	return ((const struct nat_conf *)shared)->start_port;
+}
+
+static unsigned int nat_counter_list(void *mine, const char **names, __u64 *vals,
+				     unsigned int max)
+{
+	struct nfsl_nf_nat_counters c;
+	unsigned int n = 0;
+
+	nfsl_nf_nat_counters(mine, &c);
+#define NAT_X_LIST(name)                                                         \
+	if (n < max) {                                                         \
+		names[n] = #name;                                              \
+		vals[n++] = c.name;                                            \
+	}
+	NFSL_NF_NAT_COUNTERS(NAT_X_LIST)
+#undef NAT_X_LIST
+	return n;
 }

@@ -68,6 +68,11 @@ struct nfsl_nf_ops {
 	void (*burst)(void *shared, void *mine, struct nfsl_nf_pkt *p, unsigned int n,
 		      const struct nfsl_nf_ctx *ctx);
 	void (*worker_fini)(void *mine);
+	/* Worker state @mine's counters, for reports: up to @max names (static
+	 * strings) and values; returns how many. Read from another thread
+	 * while the worker runs: values may be a burst behind. */
+	unsigned int (*counters)(void *mine, const char **names, __u64 *vals,
+				 unsigned int max);
 	void (*fini)(void *shared);
 };
 
