@@ -137,6 +137,16 @@ nfsl_iface_find(const struct nfsl_config *cfg, __u32 ifindex)
 	return NULL;
 }
 
+/* Is @ifindex one of the domain's NF ports? A boolean, not the entry:
+ * a pointer carried from here through the slicer would multiply the
+ * verifier's states by the loop's exits (it hit the 1M instruction limit). */
+static __always_inline bool nfsl_is_nf_port(const struct nfsl_config *cfg, __u32 ifindex)
+{
+	const struct nfsl_iface *in = nfsl_iface_find(cfg, ifindex);
+
+	return in && (in->flags & NFSL_IF_NF_PORT);
+}
+
 /* Frames for another MAC (a macvlan upper, promiscuous mode, multicast)
  * are received by someone else, in a namespace our lookup does not see. */
 static __always_inline bool nfsl_for_us(const struct ethhdr *eth,

@@ -23,6 +23,7 @@
 #include "nfsl_token.h"
 #include "nfsl_store.h"
 #include "nfsl_route.h"
+#include "nfsl_splice.h"
 
 /* libxdp dispatcher: run after programs of default priority (50), and let
  * the next program run when we pass. */
@@ -221,6 +222,47 @@ abort:
 	return XDP_PASS;
 }
 
+/*
+ * On an NF port (--nf-port) the slicer slices nothing: sliced headers come
+ * back that way from the NF servers and pass on to the splicers. A drop
+ * notice (NFSL_ETH_P_NOTICE: an NF server dropped a sliced header, park
+ * deployment, PayloadPark §6.2.4) frees the slot its token names at once,
+ * if the token is ours and the payload still parked, and goes no further.
+ */
+static __always_inline int nfsl_nf_port(struct xdp_md *ctx, const struct nfsl_config *cfg,
+					struct nfsl_counters *cnt)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct nfsl_pkt p = {};
+	struct nfsl_token tok;
+	struct nfsl_slot *s;
+	__u32 off, idx;
+	__u8 ver;
+
+	if ((void *)(eth + 1) + 1 > data_end)
+		return XDP_PASS;
+	if (eth->h_proto != nfsl_htons(NFSL_ETH_P_NOTICE))
+		return XDP_PASS;
+	ver = *(__u8 *)(eth + 1) >> 4;
+	/* The notice keeps its IP header: its EtherType back, to parse. */
+	eth->h_proto = nfsl_htons(ver == 6 ? ETH_P_IPV6 : ETH_P_IP);
+	if ((ver != 4 && ver != 6) || nfsl_parse(data, data_end, &p) ||
+	    !nfsl_splice_token_off(&p, &off) ||
+	    bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)) || !nfsl_token_index(&tok, &idx))
+		goto bad;
+	s = bpf_map_lookup_elem(&nfsl_store, &idx);
+	if (!nfsl_token_ours(&tok, s, cfg->key) || !s ||
+	    !nfsl_slot_release(s, nfsl_ntohl(tok.gen)))
+		goto bad;
+	cnt->explicit_drop++;
+	return XDP_DROP;
+bad:
+	cnt->bad_notice++;
+	return XDP_DROP;
+}
+
 static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -232,6 +274,8 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 
 	if (!cfg || !cnt || !cfg->slots)
 		return XDP_PASS; /* domain not configured yet */
+	if (nfsl_is_nf_port(cfg, ctx->ingress_ifindex))
+		return nfsl_nf_port(ctx, cfg, cnt);
 	if (nfsl_parse(data, data_end, &p)) {
 		cnt->unparsed++;
 		return XDP_PASS;

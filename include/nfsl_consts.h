@@ -8,6 +8,17 @@
  * token MAC, not the DSCP, decides what is ours. */
 #define NFSL_DSCP_SLICED 63
 
+/*
+ * EtherType of a drop notice (PayloadPark §6.2.4 "explicit drop", park
+ * deployment): an NF server that drops a sliced header sends it back to
+ * the slicing host with this EtherType (802 local experimental 1) in place
+ * of IPv4's or IPv6's, its IP header and token otherwise as it was. The
+ * slicer on the NF port frees the slot the token names (a notice whose
+ * token does not verify frees nothing) and drops the frame: no stack ever
+ * takes it for IP. No VLAN tag.
+ */
+#define NFSL_ETH_P_NOTICE 0x88B5
+
 /* Bytes appended to a sliced packet: slot, generation, MAC. */
 #define NFSL_TOKEN_LEN 16
 

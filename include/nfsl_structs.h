@@ -70,6 +70,8 @@ struct nfsl_slot {
 	X(dropped_gso)   /* segments of a GRO aggregate of sliced packets */   \
 	X(slice_failed)  /* a helper failed while slicing: passed unsliced */  \
 	X(splice_failed) /* a helper failed while splicing: dropped */         \
+	X(explicit_drop) /* NF dropped a sliced header: slot freed by notice */\
+	X(bad_notice)    /* drop notice not ours or payload gone: dropped */   \
 	X(parked_bytes)  /* payload bytes kept out of the NF */
 
 struct nfsl_counters {

@@ -258,8 +258,7 @@ static int unload(const struct nfsl_config *cfg, const struct nfsl_domain *d)
 		const struct nfsl_iface *ifc = &cfg->ifaces[i];
 		int err;
 
-		if (ifc->flags & NFSL_IF_NF_PORT)
-			continue;
+		/* NF ports too: their slicer takes the drop notices. */
 		err = detach_xdp(ifc->ifindex);
 		if (!err)
 			continue;
@@ -502,13 +501,14 @@ static int add_iface(struct nfsl_config *cfg, const char *name, __u32 flags)
 	ifc = &cfg->ifaces[cfg->nifaces];
 	ifc->ifindex = ifindex;
 	ifc->flags = flags;
-	if (flags & NFSL_IF_NF_PORT)
-		goto out;
 	if (nfsl_slicer_attached(ifindex, &prog_id))
 		return nfsl_err("interface '%s' already belongs to a slicing domain "
 				"(see nfslice list); detach that domain first", name);
+	/* An NF port runs the slicer too, for drop notices only. */
 	if (check_foreign_xdp(ifindex, name))
 		return -1;
+	if (flags & NFSL_IF_NF_PORT)
+		goto out;
 	err = nfsl_if_upper(ifindex, upper, sizeof(upper));
 	if (err > 0)
 		return nfsl_err("interface '%s' has the upper device '%s' (macvlan, "
@@ -680,8 +680,6 @@ static int run_attach(void *o, int argc, char **argv)
 	for (__u32 i = 0; i < cfg.nifaces; i++) {
 		const struct nfsl_iface *ifc = &cfg.ifaces[i];
 
-		if (ifc->flags & NFSL_IF_NF_PORT)
-			continue;
 		if_indextoname(ifc->ifindex, ifname);
 		err = attach_xdp(ifc->ifindex, dir, cfg.slots, opt->mode);
 		if (err == -ERANGE)
@@ -833,7 +831,7 @@ static int run_repair(void *o, int argc, char **argv)
 		const char *ifname = nfsl_health_ifname(&h, &d.cfg, i, buf, sizeof(buf));
 		int mode = ifc->flags & NFSL_IF_SKB_MODE ? 1 : 0;
 
-		if (ifc->flags & NFSL_IF_NF_PORT || h.ifs[i].xdp)
+		if (h.ifs[i].xdp)
 			continue;
 		err = attach_xdp(ifc->ifindex, d.dir, d.cfg.slots, mode);
 		if (err) {
@@ -885,7 +883,8 @@ static const struct nfsl_opt attach_table[] = {
 	{ "nf-port", NFSL_OPT_STR, offsetof(struct attach_opts, nf_ports),
 	  .metavar = "IFACE[,IFACE]",
 	  .help = "links to remote NF servers: sliced headers may leave through "
-		  "them (and come back); no slicer or splicer runs there" },
+		  "them (and come back); the slicer there only takes drop notices, "
+		  "no splicer" },
 	{ "no-ct-liberal", NFSL_OPT_FLAG, offsetof(struct attach_opts, no_ct_liberal),
 	  .help = "leave net.netfilter.nf_conntrack_tcp_be_liberal as it is "
 		  "(default: set it to 1 until detach; sliced TCP through "

@@ -79,17 +79,17 @@ unsigned int nfsl_domain_health(const struct nfsl_domain *d, struct nfsl_health 
 				"network namespace)", ifname);
 			continue;
 		}
-		if (ifc->flags & NFSL_IF_NF_PORT)
-			continue;
 		st->xdp = nfsl_slicer_attached(ifc->ifindex, &st->xdp_id);
+		if (!st->xdp) {
+			h->missing = true;
+			problem(h, "slicer missing (XDP)", ifname);
+		}
+		if (ifc->flags & NFSL_IF_NF_PORT)
+			continue; /* a slicer for drop notices, no splicer */
 		st->tc_id = nfsl_splicer_attached(ifc->ifindex);
 		if (!st->tc_id) {
 			h->missing = true;
 			problem(h, "splicer missing (tc egress)", ifname);
-		}
-		if (!st->xdp) {
-			h->missing = true;
-			problem(h, "slicer missing (XDP)", ifname);
 		}
 	}
 	return h->nproblems;
@@ -196,7 +196,11 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 		}
 		if (c->ifaces[i].flags & NFSL_IF_NF_PORT) {
 			printf("  %-8s ifindex %u: NF port (headers leave and return "
-			       "sliced)\n", ifname, c->ifaces[i].ifindex);
+			       "sliced), slicer %s", ifname, c->ifaces[i].ifindex,
+			       st->xdp ? "xdp " : "MISSING");
+			if (st->xdp)
+				printf("%s (prog id %u)", st->xdp, st->xdp_id);
+			printf(" for drop notices\n");
 			continue;
 		}
 		printf("  %-8s ifindex %u: slicer %s", ifname, c->ifaces[i].ifindex,

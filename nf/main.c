@@ -68,6 +68,8 @@ static const struct nfsl_opt table[] = {
 	{"slow", NFSL_OPT_STR, OFF(slow), .metavar = "W:USEC",
 	 .help = "worker W sleeps USEC after each burst (processing variability)"},
 	{"json", NFSL_OPT_FLAG, OFF(json), .help = "reports as JSON objects, one per line"},
+	{"drop-notice", NFSL_OPT_FLAG, OFF(drop_notice),
+	 .help = "park: send sliced headers the NF drops back as drop notices"},
 	{"rules", NFSL_OPT_STR, OFF(rules), .metavar = "FILE",
 	 .help = "fw: the ACL, first match wins (docs/nf.md \"Firewall\")"},
 	{"fw-default", NFSL_OPT_STR, OFF(fw_default), .metavar = "ACTION",
@@ -463,6 +465,13 @@ int main(int argc, char **argv)
 	xo.bx = o.bx;
 	xo.frames = o.frames;
 	xo.domain = o.name;
+	xo.drop_notice = o.drop_notice;
+	if (o.drop_notice && o.name) {
+		nf_err("--drop-notice is for an NF server apart from the slicing host (park); "
+		       "with --name the NF frees the slots of dropped headers itself");
+		rc = 2;
+		goto out;
+	}
 
 	rc = 1;
 	err = nfsl_xsk_open(&xo, &x, msg, sizeof(msg));

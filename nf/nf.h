@@ -37,6 +37,7 @@ struct nf_opts {
 	char *stall;        /* WORKER:AFTER_MS:FOR_MS */
 	char *slow;         /* WORKER:USEC */
 	bool json;
+	bool drop_notice;   /* park: drop notices for dropped sliced headers */
 	/* options of the NFs (nf_opt_map in main.c): given as text, each NF
 	 * parses and checks its own */
 	char *nf_opt;       /* NF.KEY=VALUE[,NF.KEY=VALUE...] */

@@ -82,6 +82,10 @@ struct nfsl_xsk_opts {
 	 * WAN side); the others by flow. */
 	int port_dev;
 	__u16 port_start;
+	/* Park (no domain here): a sliced header the NF drops goes back out
+	 * of the device it came from as a drop notice (NFSL_ETH_P_NOTICE),
+	 * so the slicing host frees its slot at once (PayloadPark §6.2.4). */
+	bool drop_notice;
 };
 
 /* A frame handed to the NF. */
@@ -103,6 +107,7 @@ struct nfsl_xsk_desc {
 	X(too_big)   /* inline: spliced frame above the MTU, dropped */        \
 	X(no_room)   /* inline: frame too small for the payload, dropped */    \
 	X(released)  /* inline: slot freed for a header the NF dropped */      \
+	X(notices)   /* park: drop notices sent back for dropped headers */    \
 	X(csum_done) /* L4 checksums completed (CHECKSUM_PARTIAL seeds) */    \
 	X(refills)   /* fill ring refills this worker did */                   \
 	X(fill_busy) /* fill ring held by another worker (rxbisect, shring) */
@@ -175,7 +180,8 @@ unsigned int nfsl_xsk_worker_tx(struct nfsl_xsk_worker *w,
 
 /*
  * nfsl_xsk_worker_drop - the NF dropped these @n frames: free them
- * (inline: a sliced header's slot is freed at once, counted released).
+ * (inline: a sliced header's slot is freed at once, counted released;
+ * park with drop_notice: a sliced header goes back as a drop notice).
  */
 void nfsl_xsk_worker_drop(struct nfsl_xsk_worker *w,
 			  const struct nfsl_xsk_desc *d, unsigned int n);

@@ -18,7 +18,10 @@
  * device would have: found as the slicer finds it (the field equals the
  * seed of the frame's own length and does not verify as a full checksum).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <string.h>
+#include <linux/if_ether.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,23 +158,63 @@ unsigned int nfsl_xsk_worker_tx(struct nfsl_xsk_worker *w, struct nfsl_xsk_desc 
 	return queued;
 }
 
+/*
+ * Turn the dropped frame @d into a drop notice if it looks like a sliced
+ * header (DSCP 63, room for a token, no VLAN tag): EtherType
+ * NFSL_ETH_P_NOTICE, addresses swapped, back out of the device it came
+ * from. This host has no key to check the token: the slicing host does,
+ * and a notice that does not verify frees nothing there.
+ */
+static bool to_notice(__u8 *frame, struct nfsl_xsk_desc *d)
+{
+	struct nfsl_pkt p = {};
+	__u8 mac[6];
+
+	if (nfsl_parse(frame, frame + d->len, &p) || p.l3off != sizeof(struct ethhdr) ||
+	    p.dscp != NFSL_DSCP_SLICED || p.l3end < p.payoff + NFSL_TOKEN_LEN)
+		return false;
+	memcpy(mac, frame, 6);
+	memcpy(frame, frame + 6, 6);
+	memcpy(frame + 6, mac, 6);
+	*(__be16 *)(frame + 12) = htons(NFSL_ETH_P_NOTICE);
+	d->out = d->dev;
+	return true;
+}
+
 void nfsl_xsk_worker_drop(struct nfsl_xsk_worker *w, const struct nfsl_xsk_desc *d,
 			  unsigned int n)
 {
+	struct nfsl_xsk_desc notice[NFSL_XSK_BURST];
 	__u64 addr[NFSL_XSK_BURST];
+	unsigned int nn = 0, k = 0;
 
 	if (n > NFSL_XSK_BURST)
 		n = NFSL_XSK_BURST;
 	for (unsigned int i = 0; i < n; i++) {
+		if (w->x->o.drop_notice && !w->x->inline_splice) {
+			notice[nn] = d[i];
+			if (to_notice(w->x->area + d[i].addr, &notice[nn])) {
+				nn++;
+				continue;
+			}
+		}
 		/* Explicit drop (PayloadPark §6.2.4): the payload's slot is
 		 * freed now rather than at expiry. */
 		if (w->x->inline_splice &&
 		    nfsl_xsk_release(&w->x->store, w->x->area + d[i].addr, d[i].len) == 1)
 			w->st.released++;
-		addr[i] = d[i].addr;
+		addr[k++] = d[i].addr;
 	}
-	xsk_frames_free(w, addr, n);
+	if (k)
+		xsk_frames_free(w, addr, k);
 	w->st.drops += n;
+	if (nn) {
+		/* counted as dropped by the NF, and as notices; not as tx */
+		unsigned int sent = nfsl_xsk_worker_tx(w, notice, nn);
+
+		w->st.tx -= sent;
+		w->st.notices += sent;
+	}
 }
 
 unsigned int nfsl_xsk_worker_drain(struct nfsl_xsk_worker *w, int timeout_ms)

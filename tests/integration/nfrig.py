@@ -154,7 +154,8 @@ COUNTERS = (
     "sliced", "spliced", "skipped_small", "skipped_full", "skipped_big",
     "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
     "skipped_route", "skipped_local", "skipped_l2", "skipped_mtu",
-    "dropped_gso", "slice_failed", "splice_failed", "parked_bytes",
+    "dropped_gso", "slice_failed", "splice_failed", "explicit_drop",
+    "bad_notice", "parked_bytes",
 )
 
 # setpriv arguments that drop to nobody with no groups and no capabilities

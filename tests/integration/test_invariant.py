@@ -188,7 +188,9 @@ def test_nf_port_hairpin(nets):
     net.ping("cli", SRV4, SRV6)     # the path works (and is resolved)
     net.attach("--nf-port", "dut2", "dut0", "dut1", name="nfp")
     xdp, tc = net.programs("dut", "dut2")
-    assert (xdp, tc) == (None, []), "an NF port gets no slicer, no splicer"
+    assert xdp and tc == [], \
+        "an NF port gets the slicer (for drop notices only), no splicer"
+    assert xdp["prog"]["name"] == "nfsl_slicer", xdp
     rx0 = net.link_stats("x2", "x20")["rx"]["bytes"]
     res, _ = net.flow("cli", "srv", [SRV4, SRV6], PORT, N, SIZE, 15)
     assert_intact(res, 2 * N, "client -> x2 (NF) -> server")
