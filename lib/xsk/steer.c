@@ -63,8 +63,9 @@ static int open_chain(struct nfsl_xsk *x, char *err, size_t errlen)
 				 !(d.cfg.ifaces[k].flags & NFSL_IF_NF_PORT);
 		if (!found) {
 			snprintf(err, errlen,
-				 "%s is not a sliced interface of domain %s: attach it "
-				 "(nfslice attach --name %s --dev ...) or run without --name",
+				 "%s is not a sliced interface of domain %s: detach the domain and "
+				 "attach it again with every interface the NF serves (nfslice "
+				 "attach --name %s IFACE...), or run without --name",
 				 x->devname[i], x->o.domain, x->o.domain);
 			nfsl_domain_close(&d);
 			return -EINVAL;

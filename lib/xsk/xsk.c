@@ -259,7 +259,9 @@ static int check_opts(struct nfsl_xsk *x, char *err, size_t errlen)
 		int rc;
 
 		if (strlen(o->devs[d]) >= IF_NAMESIZE || !(x->ifindex[d] = if_nametoindex(o->devs[d])))
-			return fail(err, errlen, -ENODEV, "no interface %s in this network namespace",
+			return fail(err, errlen, -ENODEV,
+				    "no interface %s in this network namespace: see ip link, or run "
+				    "nfslice-nf where it is (ip netns exec NS nfslice-nf ...)",
 				    o->devs[d]);
 		snprintf(x->devname[d], IF_NAMESIZE, "%s", o->devs[d]);
 		rc = dev_info(o->devs[d], &x->nqueues[d], &x->mtu[d]);
