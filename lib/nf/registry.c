@@ -6,12 +6,14 @@
 #include "nfsl_nf.h"
 
 extern const struct nfsl_nf_ops nfsl_nf_rxdrop, nfsl_nf_l2fwd;
+extern const struct nfsl_nf_ops nfsl_nf_fw;
 extern const struct nfsl_nf_ops nfsl_nf_lb, nfsl_nf_qos;
 extern const struct nfsl_nf_ops nfsl_nf_nat;
 
 const struct nfsl_nf_ops *const nfsl_nf_all[] = {
 	&nfsl_nf_rxdrop,
 	&nfsl_nf_l2fwd,
+	&nfsl_nf_fw,
 	&nfsl_nf_nat,
 	&nfsl_nf_lb,
 	&nfsl_nf_qos,
