@@ -36,11 +36,12 @@ struct {
 	__type(value, struct nfsl_counters);
 } nfsl_counters SEC(".maps");
 
-/* Per-CPU allocation state of the CPU's store partition: cursor, hot
- * window, expiry clock (struct nfsl_alloc, nfsl_store.h). */
+/* Per-CPU allocation state of each of the CPU's store partitions (key:
+ * the partition, config nparts): cursor, hot window, expiry clock (struct
+ * nfsl_alloc, nfsl_store.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, NFSL_MAX_PARTS);
 	__type(key, __u32);
 	__type(value, struct nfsl_alloc);
 } nfsl_cursor SEC(".maps");
@@ -65,23 +66,31 @@ static __always_inline struct nfsl_counters *nfsl_get_counters(void)
  * Returns the slot, with its index in the store in *@idx, its generation
  * in *@gen and NFSL_CLAIM_FREE or NFSL_CLAIM_EVICTED in *@claim; or NULL
  * when every slot tried was busy and young (the packet passes unsliced).
+ * @dst: the destination partition (nfsl_iface.part of the egress: 0, or
+ * the NF port's), each CPU's share of the store being split into nparts
+ * so that a burst toward one NF server never evicts another's payloads
+ * (PayloadPark §6.2.3, static slices).
  * A CPU beyond the configured partitions (never with ncpus = possible
  * CPUs, as attach sets it) shares partition cpu % ncpus, with a clock of
  * its own: the age of the other CPU's payloads is then not exact.
  */
 static __always_inline struct nfsl_slot *
-nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 *idx, __u32 *gen, int *claim)
+nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, __u32 *idx, __u32 *gen,
+		int *claim)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), base, now, cur, w, lo;
+	__u32 cpu = bpf_get_smp_processor_id(), base, now, cur, w, lo;
 	__u32 part = cfg->part_slots, ncpus = cfg->ncpus, run = 0;
+	__u32 nparts = cfg->nparts ? cfg->nparts : 1;
 	struct nfsl_alloc *a;
 
-	a = bpf_map_lookup_elem(&nfsl_cursor, &zero);
+	if (dst >= nparts)
+		dst = 0;
+	a = bpf_map_lookup_elem(&nfsl_cursor, &dst);
 	if (!a || !part || !ncpus)
 		return NULL;
 	if (cpu >= ncpus)
 		cpu %= ncpus;
-	base = cpu * part;
+	base = (cpu * nparts + dst) * part;
 	lo = nfsl_win_size(0, cfg->win_min, part);
 	w = nfsl_win_size(a->win, cfg->win_min, part);
 	now = ++a->seq;

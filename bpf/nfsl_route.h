@@ -157,15 +157,17 @@ static __always_inline bool nfsl_for_us(const struct ethhdr *eth,
 }
 
 /*
- * nfsl_route - decide whether the packet @p of @ctx may be sliced.
+ * nfsl_route - decide whether the packet @p of @ctx may be sliced; when it
+ * may, *@dst is the store partition of its egress (nfsl_iface.part).
  * Returns enum nfsl_route. Cost: one FIB lookup without the neighbour
  * table (BPF_FIB_LOOKUP_SKIP_NEIGH, Linux >= 6.3), paid only by packets
  * large enough to slice.
  */
 static __always_inline int nfsl_route(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
-				      const struct nfsl_pkt *p)
+				      const struct nfsl_pkt *p, __u32 *dst)
 {
+	const struct nfsl_iface *out;
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	const struct nfsl_iface *in;
@@ -216,8 +218,11 @@ static __always_inline int nfsl_route(struct xdp_md *ctx,
 	switch (rc) {
 	case BPF_FIB_LKUP_RET_SUCCESS:
 	case BPF_FIB_LKUP_RET_NO_NEIGH:
-		return nfsl_iface_find(cfg, fib.ifindex) ? NFSL_ROUTE_SLICE
-							 : NFSL_ROUTE_OTHER;
+		out = nfsl_iface_find(cfg, fib.ifindex);
+		if (!out)
+			return NFSL_ROUTE_OTHER;
+		*dst = out->part;
+		return NFSL_ROUTE_SLICE;
 	case BPF_FIB_LKUP_RET_NOT_FWDED:
 	case BPF_FIB_LKUP_RET_FWD_DISABLED:
 		return NFSL_ROUTE_LOCAL;

@@ -143,7 +143,7 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 static __always_inline int nfsl_slice(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
 				      struct nfsl_counters *cnt,
-				      const struct nfsl_pkt *p, __u32 parked)
+				      const struct nfsl_pkt *p, __u32 parked, __u32 dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -155,7 +155,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	struct nfsl_slot *s;
 	int claim;
 
-	s = nfsl_alloc_slot(cfg, &idx, &gen, &claim);
+	s = nfsl_alloc_slot(cfg, dst, &idx, &gen, &claim);
 	if (!s) {
 		cnt->skipped_full++;
 		return XDP_PASS;
@@ -269,7 +269,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
-	__u32 frame_len = data_end - data, paylen, keep;
+	__u32 frame_len = data_end - data, paylen, keep, dst = 0;
 	struct nfsl_pkt p = {};
 
 	if (!cfg || !cnt || !cfg->slots)
@@ -299,7 +299,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_big++;
 		return XDP_PASS;
 	}
-	switch (nfsl_route(ctx, cfg, &p)) {
+	switch (nfsl_route(ctx, cfg, &p, &dst)) {
 	case NFSL_ROUTE_SLICE:
 		break;
 	case NFSL_ROUTE_L2:
@@ -318,7 +318,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_route++;
 		return XDP_PASS;
 	}
-	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep);
+	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst);
 }
 
 SEC("xdp")

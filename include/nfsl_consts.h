@@ -48,6 +48,8 @@
 #define NFSL_MAX_SLOTS (1u << 20)
 #define NFSL_MAX_EXPIRY 255
 #define NFSL_MAX_IFACES 16
+/* Store partitions per CPU: the domain interfaces', and one per NF port. */
+#define NFSL_MAX_PARTS (NFSL_MAX_IFACES + 1)
 #define NFSL_MAX_CPUS 256
 
 /* Slot flags. */

@@ -86,15 +86,18 @@ struct nfsl_iface {
 	__u32 ifindex;
 	__u32 flags; /* NFSL_IF_* */
 	__u8 mac[6]; /* its own MAC: frames for other MACs (uppers) pass */
-	__u8 pad[2];
+	__u8 part;   /* store partition of what is sliced toward it: 0 for a
+		      * domain interface, k for the k-th NF port */
+	__u8 pad;
 };
 
 /* Domain configuration, one entry, written by the loader at attach. */
 struct nfsl_config {
 	__u32 threshold;  /* smallest frame (bytes) worth slicing */
 	__u32 keep;       /* payload bytes left in the packet */
-	__u32 slots;      /* slots in use: part_slots * ncpus */
-	__u32 part_slots; /* slots in each per-CPU allocation partition */
+	__u32 slots;      /* slots in use: part_slots * ncpus * nparts */
+	__u32 part_slots; /* slots in each allocation partition (per CPU and
+			   * per destination, see nparts) */
 	__u32 ncpus;      /* partitions */
 	__u32 expiry;     /* wrap-arounds a busy slot survives (Alg. 1) */
 	__u32 flags;      /* NFSL_CFG_* */
@@ -103,6 +106,9 @@ struct nfsl_config {
 	struct nfsl_iface ifaces[NFSL_MAX_IFACES];
 	__u32 win_min;    /* smallest allocation window in slots, 0: NFSL_WIN_MIN
 			   * (nfsl_store.h); part_slots: plain FIFO */
+	__u32 nparts;     /* partitions of each CPU's share: 1 + NF ports, so
+			   * payloads toward one NF server never evict
+			   * another's (PayloadPark §6.2.3); 0 reads as 1 */
 };
 
 #endif /* NFSL_STRUCTS_H */

@@ -60,6 +60,15 @@ static const char *const map_pins[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
 };
 
+static __u32 count_nf_ports(const struct nfsl_config *cfg)
+{
+	__u32 n = 0;
+
+	for (__u32 i = 0; i < cfg->nifaces; i++)
+		n += !!(cfg->ifaces[i].flags & NFSL_IF_NF_PORT);
+	return n;
+}
+
 /* Pin @map as @dir/@name: created and pinned by the first object loaded,
  * reused by every later one. */
 static int pin_at(struct bpf_map *map, const char *dir, const char *name)
@@ -627,6 +636,12 @@ static int run_attach(void *o, int argc, char **argv)
 	err = -1;
 	if (collect_ifaces(&cfg, argc, argv, opt->nf_ports, opt->mode))
 		goto out;
+	if (nfsl_config_split(&cfg)) {
+		nfsl_err("--slots %u is too small: each of the %d CPUs splits its share "
+			 "among the domain interfaces and each NF port, so give at "
+			 "least %u", opt->slots, ncpus, ncpus * (1 + count_nf_ports(&cfg)));
+		goto out;
+	}
 
 	err = mkdir_p(dir);
 	if (err) {

@@ -132,6 +132,8 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_uint_field(&w, "keep", c->keep);
 	jsonw_uint_field(&w, "slots", c->slots);
 	jsonw_uint_field(&w, "partitions", c->ncpus);
+	jsonw_uint_field(&w, "dest_partitions", c->nparts ? c->nparts : 1);
+	jsonw_uint_field(&w, "partition_slots", c->part_slots);
 	jsonw_uint_field(&w, "expiry", c->expiry);
 	jsonw_bool_field(&w, "ct_liberal_set", c->flags & NFSL_CFG_CT_LIBERAL_SET);
 	jsonw_name(&w, "interfaces");
@@ -177,10 +179,17 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 	char buf[32], fix[160];
 
 	printf("domain %s\n", name);
-	printf("  config   threshold %u B, keep %u B, %u slots (%u CPU partitions of %u), "
-	       "expiry %u%s\n",
-	       c->threshold, c->keep, c->slots, c->ncpus, c->part_slots, c->expiry,
-	       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
+	if (c->nparts > 1)
+		printf("  config   threshold %u B, keep %u B, %u slots (%u CPUs x %u partitions: "
+		       "domain interfaces and each NF port, %u slots each), expiry %u%s\n",
+		       c->threshold, c->keep, c->slots, c->ncpus, c->nparts, c->part_slots,
+		       c->expiry,
+		       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
+	else
+		printf("  config   threshold %u B, keep %u B, %u slots (%u CPU partitions of %u), "
+		       "expiry %u%s\n",
+		       c->threshold, c->keep, c->slots, c->ncpus, c->part_slots, c->expiry,
+		       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
 	printf("  pins     ");
 	for (size_t i = 0; i < NR_PINS; i++)
 		if (show_pin(d->dir, i))

@@ -71,7 +71,9 @@ int bench_xdp_route(struct xdp_md *ctx)
 
 	if (!cfg || nfsl_parse(data, data_end, &p))
 		return XDP_PASS;
-	bench_sink = nfsl_route(ctx, cfg, &p);
+	__u32 dst;
+
+	bench_sink = nfsl_route(ctx, cfg, &p, &dst);
 	return XDP_PASS;
 }
 

@@ -14,7 +14,7 @@
 
 static __always_inline int nfsl_route_nofib(struct xdp_md *ctx,
 					    const struct nfsl_config *cfg,
-					    const struct nfsl_pkt *p)
+					    const struct nfsl_pkt *p, __u32 *dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -31,5 +31,5 @@ static __always_inline int nfsl_route_nofib(struct xdp_md *ctx,
 
 /* The slicer's own source, its route check replaced (nfsl_route.h is
  * already included, so its guard keeps the real one out). */
-#define nfsl_route(ctx, cfg, p) nfsl_route_nofib(ctx, cfg, p)
+#define nfsl_route(ctx, cfg, p, dst) nfsl_route_nofib(ctx, cfg, p, dst)
 #include "slicer.bpf.c"

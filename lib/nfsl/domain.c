@@ -464,6 +464,24 @@ int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
 	return 0;
 }
 
+int nfsl_config_split(struct nfsl_config *cfg)
+{
+	__u32 total = cfg->part_slots * cfg->ncpus * (cfg->nparts ? cfg->nparts : 1);
+	__u32 nparts = 1;
+
+	for (__u32 i = 0; i < cfg->nifaces && i < NFSL_MAX_IFACES; i++) {
+		struct nfsl_iface *ifc = &cfg->ifaces[i];
+
+		ifc->part = ifc->flags & NFSL_IF_NF_PORT ? nparts++ : 0;
+	}
+	if (total / (cfg->ncpus * nparts) == 0)
+		return -ENOSPC;
+	cfg->nparts = nparts;
+	cfg->part_slots = total / (cfg->ncpus * nparts);
+	cfg->slots = cfg->part_slots * cfg->ncpus * nparts;
+	return 0;
+}
+
 int nfsl_domain_busy_slots(const struct nfsl_domain *d, __u32 *busy)
 {
 	struct bpf_map_info info = {};

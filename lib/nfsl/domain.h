@@ -126,6 +126,16 @@ int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum);
 int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
 		     __u32 slots, __u32 expiry, int ncpus);
 
+/*
+ * nfsl_config_split - once @cfg's interfaces are in: one store partition
+ * per CPU for what leaves through domain interfaces, and one more per NF
+ * port (PayloadPark §6.2.3's static slices per NF server), numbered in
+ * ifaces[] order into each NF port's part; each CPU's share of the slots
+ * is split evenly (rounded down). Returns 0, or -ENOSPC when a partition
+ * would get no slot.
+ */
+int nfsl_config_split(struct nfsl_config *cfg);
+
 /* Count busy slots (expiry count != 0) through an mmap of the store.
  * Returns 0 or -errno. */
 int nfsl_domain_busy_slots(const struct nfsl_domain *d, __u32 *busy);

@@ -179,12 +179,15 @@ void h_reset(void)
 	memset(cnt, 0, sizeof(cnt));
 	memset(cur, 0, sizeof(cur));
 	cr_assert_eq(bpf_map_update_elem(H.counters, &zero, cnt, BPF_ANY), 0);
-	cr_assert_eq(bpf_map_update_elem(H.cursor, &zero, cur, BPF_ANY), 0);
+	for (i = 0; i < NFSL_MAX_PARTS; i++)
+		cr_assert_eq(bpf_map_update_elem(H.cursor, &i, cur, BPF_ANY), 0);
 }
 
 uint32_t h_part_base(void)
 {
-	return H.cpu * H.cfg.part_slots;
+	__u32 nparts = H.cfg.nparts ? H.cfg.nparts : 1;
+
+	return H.cpu * nparts * H.cfg.part_slots;
 }
 
 int h_slice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
