@@ -27,6 +27,10 @@
 #                    sliced TCP through its stateful ACL and NAT: see below
 #   --offloads MODE  veth offloads: kernel (default, as the kernel sets them)
 #                    or off (tx checksum, TSO, GSO, GRO off; topo_common.sh)
+#   --nf-xsk         the NF server will send with AF_XDP (nfslice-nf on nf0),
+#                    which bypasses nf0's qdiscs: shape the NF -> slicer
+#                    direction at the slicer node's ingress instead, through
+#                    an IFB (slcnf ingress -> u32 + mirred -> ifbnf -> tbf)
 #
 # PREFIX defaults to "nfpk"; the namespaces are ${PREFIX}-cli, ${PREFIX}-slc,
 # ${PREFIX}-nf, ${PREFIX}-srv. As in scripts/rig.sh the veths are created
@@ -83,6 +87,8 @@ readonly DLY_A_IF=dlya DLY_B_IF=dlyb DLY_TAP=dq0
 readonly CLI_IP4=10.212.1.2 SLC_CLI_IP4=10.212.1.1
 readonly SRV_IP4=10.212.2.2 SLC_SRV_IP4=10.212.2.1
 readonly SLC_NF_IP4=10.212.3.1 NF_IP4=10.212.3.2
+# --nf-xsk: the IFB that shapes what the NF server sends, at slcnf ingress.
+readonly SLC_IFB=ifbnf
 readonly CLI_IP6=fd00:212:1::2 SLC_CLI_IP6=fd00:212:1::1
 readonly SRV_IP6=fd00:212:2::2 SLC_SRV_IP6=fd00:212:2::1
 readonly SLC_NF_IP6=fd00:212:3::1 NF_IP6=fd00:212:3::2
@@ -122,6 +128,9 @@ OPTIONS:
                   sliced TCP through its conntrack; default: kernel default)
   --offloads MODE veth offloads: kernel (default: as the kernel sets them) or
                   off (tx checksum, TSO, GSO and GRO off on every veth)
+  --nf-xsk        the NF server sends with AF_XDP (nfslice-nf): shape its
+                  direction at the slicer node's ingress (IFB), since AF_XDP
+                  transmit bypasses nf0's qdisc
 PREFIX: letters, digits, '-' or '_', at most 20 characters (default: nfpk)
 EOF
 	exit 2
@@ -151,6 +160,7 @@ parse_opts() {
 	NF_DELAY_US=
 	DELAY_CPU=
 	NF_CT_LIBERAL=0
+	NF_XSK=0
 	TOPO_PREFIX=
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -176,6 +186,7 @@ parse_opts() {
 			;;
 		--no-nat) NF_NAT=0 ;;
 		--nf-ct-liberal) NF_CT_LIBERAL=1 ;;
+		--nf-xsk) NF_XSK=1 ;;
 		*)
 			# --offloads, help, unknown options, PREFIX
 			topo_parse_common "$@"
@@ -479,12 +490,30 @@ make_routes() {
 # makes tbf count each frame as a wire does: frame + FCS + preamble + gap,
 # at least a minimal frame, so RATE means what it means on a real NIC and
 # small sliced packets are not counted as cheaper than a wire makes them.
+#
+# With --nf-xsk the NF server transmits with AF_XDP, which leaves through
+# __dev_direct_xmit past nf0's qdisc (docs/platform.md): that direction is
+# shaped where it arrives instead, at slcnf's ingress, redirected to an IFB
+# whose egress runs the same tbf. XDP on slcnf (the slicer taking drop
+# notices) runs before tc ingress, so notices are not shaped on arrival:
+# they crossed the link as frames all the same.
 shape_link() {
-	local ns dev stab=()
+	local ns dev stab=() ends=("$SLC_NS $SLC_NF_IF")
 	if [ "$LINK_OVERHEAD" -gt 0 ]; then
 		stab=(stab overhead "$LINK_OVERHEAD" mpu "$LINK_MPU")
 	fi
-	for ns in "$SLC_NS $SLC_NF_IF" "$NF_NS $NF_IF"; do
+	if [ "$NF_XSK" -eq 1 ]; then
+		ip -n "$SLC_NS" link add "$SLC_IFB" type ifb
+		ip -n "$SLC_NS" link set "$SLC_IFB" up
+		tc -n "$SLC_NS" qdisc add dev "$SLC_NF_IF" handle ffff: ingress
+		# u32 matching everything: this kernel has no matchall/flower
+		tc -n "$SLC_NS" filter add dev "$SLC_NF_IF" parent ffff: protocol all \
+			u32 match u32 0 0 action mirred egress redirect dev "$SLC_IFB"
+		ends+=("$SLC_NS $SLC_IFB")
+	else
+		ends+=("$NF_NS $NF_IF")
+	fi
+	for ns in "${ends[@]}"; do
 		dev=${ns#* }
 		ns=${ns%% *}
 		tc -n "$ns" qdisc add dev "$dev" root "${stab[@]}" tbf \
@@ -606,7 +635,7 @@ cmd_env() {
 		LINK_RATE LINK_RATE_BPS LINK_BURST LINK_LIMIT LINK_OVERHEAD LINK_MPU \
 		NF_NAT NF_SNAT_IP4 NF_SNAT_IP6 NFT_FAMILY NFT_TABLE NFT_COUNTER \
 		NF_DELAY_US DELAY_CPU DLY_NS DLY_A_IF DLY_B_IF DLY_TAP DELAY_REPORT \
-		NF_CT_LIBERAL OFFLOADS; do
+		NF_CT_LIBERAL NF_XSK SLC_IFB OFFLOADS; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done
 }

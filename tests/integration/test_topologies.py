@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from nfrig import PY, ROOT, AssertTopo, check_accounting, name, settle
+from nfrig import PY, ROOT, AssertTopo, check_accounting, name, poll, settle
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import udpflow  # noqa: E402
@@ -395,3 +395,54 @@ def test_park_nf_delay_line_kernel_offloads():
     with CHECKSUM_PARTIAL senders: the slicer gives the sliced header its
     own length's seed, so the delay line's TAP completes a right checksum."""
     delay_line_flow("kernel")
+
+
+# ====================================================== park, AF_XDP NF ==
+def test_park_nf_xsk_shaped():
+    """park --nf-xsk: the NF server is nfslice-nf (AF_XDP, l2fwd sends the
+    headers back), whose transmit bypasses nf0's qdisc, so the topology
+    shapes that direction at the slicer node's ingress (IFB). A sliced UDP
+    flow arrives intact through it, every frame the NF sent crossed the
+    IFB's tbf, and nf0 carries no shaper that AF_XDP would skip."""
+    topo = Topo("park", name("pkx"), "--rate", PARK_RATE, "--nf-xsk")
+    try:
+        topo.up()
+        e = topo.env
+        assert e["NF_XSK"] == "1", e
+        assert topo.root_qdisc("nf", e["NF_IF"]).get("kind") != "tbf"
+        ifb = topo.root_qdisc("slc", e["SLC_IFB"])
+        assert ifb.get("kind") == "tbf", ifb
+        assert ifb["options"]["rate"] * 8 == int(e["LINK_RATE_BPS"]), ifb
+        sent0 = ifb_packets(topo)
+        nf = topo.spawn("nf", ROOT / "build" / "nfslice-nf", "--dev", e["NF_IF"],
+                        "--nf", "l2fwd", "--json", stdout=subprocess.PIPE)
+        # the NF is up once its steering program runs on nf0
+        poll(lambda: "nfsl_steer" in topo.check("nf", "ip", "-d", "link", "show",
+                                                 "dev", e["NF_IF"]),
+             10, "nfslice-nf's steering program on nf0")
+        topo.attach()
+        count = 1000
+        res = topo.udp_flow(count, 20 * 10**6)
+        st = topo.settled_stats()
+        topo.detach()
+        topo.stop(nf)
+        rep = json.loads(nf.stdout.read().strip().splitlines()[-1])
+        assert rep["final"], rep
+        assert (res["received"], res["corrupt"]) == (count, 0), \
+            f"receiver {json.dumps(res)}, nfslice {json.dumps(st)}, nf {json.dumps(rep)}"
+        assert res["sha256"] == expected_sha256(count), res
+        assert st["sliced"] >= count and st["stale"] == 0, st
+        # Whatever the NF sent came through the IFB's shaper (besides the
+        # kernel's own ARP/ND on nf0, which does too).
+        assert rep["total"]["tx"] >= count, rep
+        assert ifb_packets(topo) - sent0 >= rep["total"]["tx"], \
+            (ifb_packets(topo), sent0, rep["total"])
+    finally:
+        topo.teardown()
+
+
+def ifb_packets(topo):
+    """Packets the IFB's tbf has sent so far."""
+    out = topo.check("slc", "tc", "-s", "-j", "qdisc", "show", "dev",
+                     topo.env["SLC_IFB"])
+    return next(q["packets"] for q in json.loads(out) if q.get("kind") == "tbf")
