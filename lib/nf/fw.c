@@ -258,7 +258,6 @@ static unsigned int fw_counter_list(void *mine, const char **names, __u64 *vals,
 	static const char *const n[] = { "allowed", "denied", "nonip", "default" };
 	const struct fw_worker *m = mine;
 	__u64 v[4] = {};
-	unsigned int k = 0;
 
 	if (m) {
 		v[0] = peek(&m->allowed);
@@ -266,11 +265,7 @@ static unsigned int fw_counter_list(void *mine, const char **names, __u64 *vals,
 		v[2] = peek(&m->nonip);
 		v[3] = peek(&m->dflt);
 	}
-	for (; k < 4 && k < max; k++) {
-		names[k] = n[k];
-		vals[k] = v[k];
-	}
-	return k;
+	return nfsl_nf_list(n, v, 4, names, vals, max);
 }
 
 const struct nfsl_nf_ops nfsl_nf_fw = {

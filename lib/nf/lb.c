@@ -586,18 +586,13 @@ void nfsl_nf_lb_counters(const void *mine, struct nfsl_nf_lb_counters *c)
 static unsigned int lb_counter_list(void *mine, const char **names, __u64 *vals,
 				     unsigned int max)
 {
+#define NFSL_X_NAME(name) #name,
+	static const char *const all[] = { NFSL_NF_LB_COUNTERS(NFSL_X_NAME) };
+#undef NFSL_X_NAME
 	struct nfsl_nf_lb_counters c;
-	unsigned int n = 0;
 
 	nfsl_nf_lb_counters(mine, &c);
-#define NFSL_X_LIST(name)                                                      \
-	if (n < max) {                                                         \
-		names[n] = #name;                                              \
-		vals[n++] = c.name;                                            \
-	}
-	NFSL_NF_LB_COUNTERS(NFSL_X_LIST)
-#undef NFSL_X_LIST
-	return n;
+	return nfsl_nf_list(all, (const __u64 *)&c, sizeof(c) / sizeof(__u64), names, vals, max);
 }
 
 /* ---------------------------------------------------------------------

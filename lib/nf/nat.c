@@ -649,16 +649,11 @@ __u16 nfsl_nf_nat_start_port(const void *shared)
 static unsigned int nat_counter_list(void *mine, const char **names, __u64 *vals,
 				     unsigned int max)
 {
+#define NAT_X_NAME(name) #name,
+	static const char *const all[] = { NFSL_NF_NAT_COUNTERS(NAT_X_NAME) };
+#undef NAT_X_NAME
 	struct nfsl_nf_nat_counters c;
-	unsigned int n = 0;
 
 	nfsl_nf_nat_counters(mine, &c);
-#define NAT_X_LIST(name)                                                         \
-	if (n < max) {                                                         \
-		names[n] = #name;                                              \
-		vals[n++] = c.name;                                            \
-	}
-	NFSL_NF_NAT_COUNTERS(NAT_X_LIST)
-#undef NAT_X_LIST
-	return n;
+	return nfsl_nf_list(all, (const __u64 *)&c, sizeof(c) / sizeof(__u64), names, vals, max);
 }

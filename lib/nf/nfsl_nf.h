@@ -76,6 +76,25 @@ struct nfsl_nf_ops {
 	void (*fini)(void *shared);
 };
 
+/*
+ * nfsl_nf_list - the body of an NF's counters op: copy the @n values @v,
+ * named @all, into @names and @vals, at most @max. Returns how many. For
+ * counters kept as a struct of __u64 fields in X-macro order, @v is the
+ * struct and @all the names the same X-macro makes.
+ */
+static inline unsigned int nfsl_nf_list(const char *const *all, const __u64 *v,
+					unsigned int n, const char **names, __u64 *vals,
+					unsigned int max)
+{
+	unsigned int k;
+
+	for (k = 0; k < n && k < max; k++) {
+		names[k] = all[k];
+		vals[k] = v[k];
+	}
+	return k;
+}
+
 /* Every NF --nf can name, NULL-terminated; nfsl_nf_find: by name or NULL. */
 extern const struct nfsl_nf_ops *const nfsl_nf_all[];
 const struct nfsl_nf_ops *nfsl_nf_find(const char *name);
