@@ -209,9 +209,9 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD) && c->sliced) {
 		/* Free the slot as a splicer would, outside the measurement. */
 		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);
-		if (ntohl(tok->slot) >= NFSL_DEF_SLOTS)
+		if (NFSL_TOKEN_IDX(ntohl(tok->slot)) >= NFSL_DEF_SLOTS)
 			return -EPROTO;
-		nfsl_slot_release(&b->store[ntohl(tok->slot)], ntohl(tok->gen));
+		nfsl_slot_release(&b->store[NFSL_TOKEN_IDX(ntohl(tok->slot))], ntohl(tok->gen));
 	}
 	return 0;
 }

@@ -172,7 +172,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		goto abort;
 	rx_csum = csum;
 
-	nfsl_token_make(&tok, cfg->key, idx, gen);
+	nfsl_token_make(&tok, cfg->key, NFSL_TOKEN_WORD(idx, parked), gen);
 	tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
 			    tok_off - p->l4off);
 	old_l4 = p->l3end - p->l4off;

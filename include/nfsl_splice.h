@@ -42,14 +42,28 @@ NFSL_INLINE bool nfsl_splice_token_off(const struct nfsl_pkt *p, __u32 *off)
 
 /*
  * nfsl_token_index - first half of the pre-check that every token we issued
- * passes and almost all other bytes fail, before the MAC (~55 ns in BPF):
- * a generation was issued (non-zero) and the index is below NFSL_MAX_SLOTS.
+ * passes and most other bytes fail, before the MAC (~55 ns in BPF): a
+ * generation was issued (non-zero) and the slot word's parked length is
+ * one a slice can have (NFSL_TOKEN_LEN < len <= NFSL_PAYLOAD_MAX).
  * @idx: out: the slot index (host order)
  */
 NFSL_INLINE bool nfsl_token_index(const struct nfsl_token *t, __u32 *idx)
 {
-	*idx = nfsl_ntohl(t->slot);
-	return t->gen && *idx < NFSL_MAX_SLOTS;
+	__u32 word = nfsl_ntohl(t->slot), plen = NFSL_TOKEN_PLEN(word);
+
+	*idx = NFSL_TOKEN_IDX(word);
+	return t->gen && plen > NFSL_TOKEN_LEN && plen <= NFSL_PAYLOAD_MAX;
+}
+
+/*
+ * nfsl_token_orig_len - the IP length, in bytes, of the packet a sliced
+ * header @p carrying token @t was cut from: its IP length, less the token,
+ * plus the parked length the token names. Unverified (no key): for a
+ * meter on an NF server apart from the store, not for splicing.
+ */
+NFSL_INLINE __u32 nfsl_token_orig_len(const struct nfsl_pkt *p, const struct nfsl_token *t)
+{
+	return p->l3end - p->l3off - NFSL_TOKEN_LEN + NFSL_TOKEN_PLEN(nfsl_ntohl(t->slot));
 }
 
 /*

@@ -17,10 +17,22 @@
  * keyed with the domain's random secret).
  */
 struct nfsl_token {
-	__be32 slot; /* index into the store */
+	__be32 slot; /* slot word: store index and parked length, below */
 	__be32 gen;  /* slot generation when the payload was parked */
 	__le64 mac;  /* SipHash-2-4 output, little-endian as the spec gives it */
 };
+
+/*
+ * The token's slot word: the store index in the low 20 bits (NFSL_MAX_SLOTS
+ * is 2^20) and the parked payload's length, in bytes (<= NFSL_PAYLOAD_MAX,
+ * 2016), in the high 12. The length lets an NF server that knows nothing
+ * of the store (park) meter the packet's original IP length (a QoS meter,
+ * issue 9); the MAC covers it with the index.
+ */
+#define NFSL_TOKEN_IDX_BITS 20
+#define NFSL_TOKEN_WORD(idx, plen) ((__u32)(idx) | (__u32)(plen) << NFSL_TOKEN_IDX_BITS)
+#define NFSL_TOKEN_IDX(word) ((word) & ((1u << NFSL_TOKEN_IDX_BITS) - 1))
+#define NFSL_TOKEN_PLEN(word) ((word) >> NFSL_TOKEN_IDX_BITS)
 
 /*
  * Slot control word, changed only with compare-and-swap:

@@ -97,10 +97,12 @@ int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 l
 
 /*
  * nfsl_xsk_orig_len - the IP length, in bytes, of the packet the frame
- * [@frame, @frame + @len) was sliced from, read from its slot; the frame's
- * own IP length when it is not a sliced header with its payload parked (or
- * @st is NULL or closed); 0 when it is not IPv4/IPv6 UDP/TCP. For NFs that
- * meter or account bytes (a QoS meter) on sliced headers.
+ * [@frame, @frame + @len) was sliced from: with the store (@st open,
+ * inline) from the slot of a token that verifies; without (@st NULL: an NF
+ * server in park, which has no key) from the parked length the token of a
+ * DSCP-63 frame carries, unverified. Otherwise the frame's own IP length;
+ * 0 when it is not IPv4/IPv6 UDP/TCP. For NFs that meter or account bytes
+ * (a QoS meter) on sliced headers.
  */
 __u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
 

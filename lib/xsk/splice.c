@@ -147,14 +147,22 @@ __u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u3
 	struct nfsl_token tok;
 	struct nfsl_slot *s = NULL;
 	struct nfsl_pkt p = {};
-	__u32 tok_off, plen;
+	__u32 tok_off, plen, idx;
 
-	if (st && st->slots &&
-	    xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s) && s &&
-	    nfsl_slot_busy(s, ntohl(tok.gen))) {
-		plen = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-		if (nfsl_splice_len_ok(plen))
-			return tok_off + plen - p.l3off;
+	if (st && st->slots) {
+		/* With the store: only a token that verifies, from its slot. */
+		if (xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s) && s &&
+		    nfsl_slot_busy(s, ntohl(tok.gen))) {
+			plen = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+			if (nfsl_splice_len_ok(plen))
+				return tok_off + plen - p.l3off;
+		}
+	} else if (!nfsl_parse((__u8 *)frame, (__u8 *)frame + len, &p) &&
+		   p.dscp == NFSL_DSCP_SLICED && nfsl_splice_token_off(&p, &tok_off)) {
+		/* Without (an NF server in park): the length the token says. */
+		memcpy(&tok, frame + tok_off, sizeof(tok));
+		if (nfsl_token_index(&tok, &idx))
+			return nfsl_token_orig_len(&p, &tok);
 	}
 	if (p.l3end || !nfsl_parse((__u8 *)frame, (__u8 *)frame + len, &p))
 		return p.l3end - p.l3off;

@@ -24,7 +24,7 @@ size_t x_sliced(const uint8_t *in, size_t len, uint32_t keep, uint32_t slot,
 	tok_off = ri.payoff + keep;
 	olen = tok_off + NFSL_TOKEN_LEN;
 	memcpy(out, in, tok_off);
-	h_token(slot, gen, out + tok_off);
+	h_token(NFSL_TOKEN_WORD(slot, ri.l3end - tok_off), gen, out + tok_off);
 
 	l3 = out + ri.l3off;
 	l4len = olen - ri.l4off;
@@ -183,7 +183,7 @@ bool x_splice_ok(const char *what, const uint8_t *in, size_t len,
 
 	cr_assert_eq(ref_parse(in, len, &ri), 0, "%s: sliced frame does not parse",
 		     what);
-	slot = ntohl(*(uint32_t *)(in + ri.l3end - NFSL_TOKEN_LEN));
+	slot = NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(in + ri.l3end - NFSL_TOKEN_LEN)));
 	gen = ntohl(*(uint32_t *)(in + ri.l3end - NFSL_TOKEN_LEN + 4));
 	h_counters(&before);
 	v = h_splice(in, len, out, &olen);

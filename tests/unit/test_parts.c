@@ -43,7 +43,7 @@ static uint32_t slice(int k)
 	cr_assert_eq(h_slice(in, len, out, &olen), V_XDP_PASS);
 	cr_assert_lt(olen, len, "packet %d not sliced", k);
 	memcpy(&idx, out + olen - NFSL_TOKEN_LEN, 4);
-	return ntohl(idx);
+	return NFSL_TOKEN_IDX(ntohl(idx));
 }
 
 Test(parts, each_destination_its_share)

@@ -184,7 +184,7 @@ Test(splice, forged_token)
 
 	/* A token that verifies but names a slot beyond the store: stale. */
 	memcpy(forged, sliced, slen);
-	h_token(100000, 1, forged + tok);
+	h_token(NFSL_TOKEN_WORD(100000, 1000), 1, forged + tok);
 	x_splice_untouched("slot out of range", forged, slen, V_TC_SHOT, &stale);
 
 	h_slot_read(base, &slot);

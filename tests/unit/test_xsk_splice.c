@@ -90,7 +90,8 @@ static void token_of(const uint8_t *f, size_t len, uint32_t *slot, uint32_t *gen
 	struct ref_info ri;
 
 	parse(f, len, &ri);
-	*slot = (uint32_t)ref_get16(f + ri.l3end - 16) << 16 | ref_get16(f + ri.l3end - 14);
+	*slot = NFSL_TOKEN_IDX((uint32_t)ref_get16(f + ri.l3end - 16) << 16 |
+			       ref_get16(f + ri.l3end - 14));
 	*gen = (uint32_t)ref_get16(f + ri.l3end - 12) << 16 | ref_get16(f + ri.l3end - 10);
 }
 
@@ -462,7 +463,7 @@ Test(xsk_splice, stale)
 			struct ref_info ri;
 
 			parse(sl, slen, &ri);
-			h_token(H_STORE_SLOTS + 5, 1, sl + ri.l3end - NFSL_TOKEN_LEN);
+			h_token(NFSL_TOKEN_WORD(H_STORE_SLOTS + 5, 1000), 1, sl + ri.l3end - NFSL_TOKEN_LEN);
 			expect_untouched("slot beyond the store", sl, slen, NFSL_XSK_SPLICE_STALE,
 					 XS_ROOM, XS_MTU);
 		}
@@ -738,4 +739,29 @@ Test(xsk_splice, open_refuses)
 	err = nfsl_xsk_store_open(&st, &d);
 	cr_expect_lt(err, 0, "no fd: %d", err); /* the kernel's -errno */
 	nfsl_xsk_store_close(&st);
+}
+
+/* The original IP length of a sliced header, for meters: from the slot
+ * with the store (inline), from the token's parked length without it
+ * (park); the frame's own length when it is not sliced. */
+Test(xsk_splice, orig_len)
+{
+	uint8_t in[PKT_MAX], sl[PKT_MAX];
+	struct ref_info ri, rs;
+	uint32_t slen;
+	size_t len;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		slice_one(v6, in, &len, sl, &slen);
+		parse(in, len, &ri);
+		parse(sl, slen, &rs);
+		cr_assert_lt(rs.l3end - rs.l3off, ri.l3end - ri.l3off, "not sliced");
+		cr_expect_eq(nfsl_xsk_orig_len(&xs, sl, slen), ri.l3end - ri.l3off);
+		cr_expect_eq(nfsl_xsk_orig_len(NULL, sl, slen), ri.l3end - ri.l3off);
+		cr_expect_eq(nfsl_xsk_orig_len(&xs, in, len), ri.l3end - ri.l3off);
+		cr_expect_eq(nfsl_xsk_orig_len(NULL, in, len), ri.l3end - ri.l3off);
+		/* payload gone: with the store, only what the frame says */
+		cr_assert_eq(nfsl_xsk_release(&xs, sl, slen), 1);
+		cr_expect_eq(nfsl_xsk_orig_len(&xs, sl, slen), rs.l3end - rs.l3off);
+	}
 }
