@@ -48,7 +48,7 @@ static const struct nfsl_opt table[] = {
 	{"rx", NFSL_OPT_ENUM, OFF(rx), .choices = rx_choices, .metavar = "ARCH",
 	 .help = "privring, smallpriv, shring or rxbisect (default privring)"},
 	{"nf", NFSL_OPT_STR, OFF(nf), .metavar = "NF[,NF...]",
-	 .help = "the NF, or a chain of them in order: rxdrop, l2fwd (default l2fwd)"},
+	 .help = "NF or chain: rxdrop, l2fwd, fw, nat, lb, qos (default l2fwd; docs/nf.md)"},
 	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN",
 	 .help = "inline: the interfaces' slicing domain (default: none)"},
 	{"ax", NFSL_OPT_U32, OFF(ax), 64, 65536, .metavar = "N",

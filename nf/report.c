@@ -135,7 +135,7 @@ static void report_text(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	printf("%s%.1f s  %s %s, %d workers%s%s\n", r->final ? "final " : "", r->elapsed_s,
 	       r->chain, nfsl_xsk_rx_name(r->o->rx), nfsl_xsk_nworkers(x),
 	       r->o->name ? ", domain " : "", r->o->name ? r->o->name : "");
-	printf("  worker        rx        tx     drops   tx_full   spliced  stale+big  released\n");
+	printf("  worker        rx        tx     drops   tx_full   spliced  stale+big  released   notices\n");
 	for (int i = 0; i <= nfsl_xsk_nworkers(x); i++) {
 		const struct nfsl_xsk_wstats *s =
 			i < nfsl_xsk_nworkers(x) ? nfsl_xsk_worker_stats(nfsl_xsk_worker(x, i))
@@ -143,12 +143,12 @@ static void report_text(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 		char name[16];
 
 		snprintf(name, sizeof(name), i < nfsl_xsk_nworkers(x) ? "%d" : "total", i);
-		printf("  %-6s %9llu %9llu %9llu %9llu %9llu %10llu %9llu\n", name,
+		printf("  %-6s %9llu %9llu %9llu %9llu %9llu %10llu %9llu %9llu\n", name,
 		       (unsigned long long)s->rx, (unsigned long long)s->tx,
 		       (unsigned long long)s->drops, (unsigned long long)s->tx_full,
 		       (unsigned long long)s->spliced,
 		       (unsigned long long)(s->stale + s->too_big + s->no_room),
-		       (unsigned long long)s->released);
+		       (unsigned long long)s->released, (unsigned long long)s->notices);
 	}
 	printf("  working set (frames): posted %llu, in circulation %llu, written in %llu ms %llu, "
 	       "pool %llu (peaks %llu / %llu / %llu)\n",
