@@ -185,6 +185,48 @@ struct worker_arg {
 	__u32 slow_us;
 };
 
+/*
+ * Run the chain on a burst. With two devices, frames from the first go
+ * through it in order and frames from the second (the reply side) in
+ * reverse, as on a service chain's return path: a reply must meet lb
+ * (its backend's address back to the VIP) before nat (the VIP is what
+ * nat recorded as the flow's remote end). With one device, in order.
+ */
+static void run_chain(struct worker_arg *a, struct nfsl_nf_pkt *pk, unsigned int n,
+		      const struct nfsl_nf_ctx *ctx)
+{
+	const struct nf_chain *c = a->chain;
+	struct nfsl_nf_pkt back[NFSL_XSK_BURST];
+	unsigned int at[NFSL_XSK_BURST], nb = 0, nf = 0;
+
+	if (a->ndevs == 2 && c->n > 1) {
+		/* split: forward frames to the front of pk, replies to back */
+		for (unsigned int i = 0; i < n; i++) {
+			if (pk[i].in == 1) {
+				at[nb] = i;
+				back[nb++] = pk[i];
+			} else {
+				pk[nf++] = pk[i];
+			}
+		}
+	} else {
+		nf = n;
+	}
+	for (int k = 0; k < c->n && nf; k++)
+		c->ops[k]->burst(c->shared[k], a->mine[k], pk, nf, ctx);
+	for (int k = c->n - 1; k >= 0 && nb; k--)
+		c->ops[k]->burst(c->shared[k], a->mine[k], back, nb, ctx);
+	if (!nb)
+		return;
+	/* put them back where they were, so verdicts meet their frames */
+	for (unsigned int i = n, f = nf; i-- > 0;) {
+		if (nb && at[nb - 1] == i)
+			pk[i] = back[--nb];
+		else
+			pk[i] = pk[--f];
+	}
+}
+
 static void *worker(void *p)
 {
 	struct worker_arg *a = p;
@@ -229,8 +271,7 @@ static void *worker(void *p)
 			};
 		}
 		ctx.now_ns = nfsl_now_ns();
-		for (int k = 0; k < a->chain->n; k++)
-			a->chain->ops[k]->burst(a->chain->shared[k], a->mine[k], pk, n, &ctx);
+		run_chain(a, pk, n, &ctx);
 		for (unsigned int i = 0; i < n; i++) {
 			d[i].len = pk[i].len;
 			if (pk[i].out == NFSL_NF_DROP || pk[i].out >= a->ndevs) {

@@ -110,6 +110,8 @@ static void report_json(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 		__u64 vals[NF_MAX_COUNTERS];
 		unsigned int n = nf_counters(r, k, names, vals);
 
+		if (!r->nfs->ops[k]->counters)
+			continue; /* l2fwd, rxdrop: the totals say it all */
 		jsonw_name(&w, r->nfs->ops[k]->name);
 		jsonw_start_object(&w);
 		for (unsigned int i = 0; i < n; i++)

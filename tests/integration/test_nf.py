@@ -495,6 +495,45 @@ def test_nat_equivalence(one_queue):
         (len(frames), len(frames), 0, 0, 0), c
 
 
+def test_chain_replies_reverse(one_queue, fw):
+    """fw,nat,lb with replies: a backend's reply comes back through the
+    chain in reverse (lb gives it the VIP as its source before nat finds
+    the flow by it) and reaches the gen from the VIP at its own address and
+    port; slicing on = off both ways. In chain order nat would drop every
+    reply as unsolicited (its remote end is the VIP, the reply's source is
+    the backend)."""
+    rules, backends, _ = fw
+    flows = [fl for fl in own_flows(n=8, dst=VIP, dport0=7001, sport0=44000)
+             if not fl.deny]
+    frames = build(flows, seed=41)
+
+    def replies(got):
+        """A reply from the backend each frame GOT reached, to EXT_IP and
+        the port nat chose, of its size."""
+        out = []
+        for g in got:
+            p = nfpkt.parse(g)
+            fl = Flow(False, p.proto, socket.inet_ntoa(p.dst), EXT_IP, p.dport,
+                      p.sport, False)
+            out += [f for f, _ in build([fl], MACS["s0"], MACS["d1"],
+                                        seed=p.payload[:8], small=0,
+                                        big=len(p.payload))]
+        return out
+
+    off, on = equivalence(one_queue, "fw,nat,lb",
+                          ("--rules", rules, *NAT_OPTS, "--backends",
+                           backends, *LB_OPTS),
+                          frames, len(frames), replies=replies,
+                          rev_expect=len(frames))
+    back = sorted((socket.inet_ntoa(p.src), p.sport, socket.inet_ntoa(p.dst),
+                   p.dport) for p in map(nfpkt.parse, off.rev))
+    assert back == sorted((VIP, fl.dport, GEN4, fl.sport)
+                          for _, fl in frames), back
+    c = on.rep["nf_counters"]
+    assert (c["nat"]["translated_in"], c["nat"]["unsolicited"]) == \
+        (len(frames), 0), c
+
+
 def test_lb_equivalence(xr, fw):
     """lb (Maglev, 3 backends, a VIP): the VIP's flows reach one backend
     each, other traffic passes untouched; slicing on = off."""
