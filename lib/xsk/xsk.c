@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include "cli.h"
 #include "domain.h"
 #include "xsk_int.h"
 
@@ -280,6 +281,27 @@ static int check_opts(struct nfsl_xsk *x, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * A sliced header waiting in an RX ring keeps its payload parked; a CPU's
+ * part of the store lets expiry x part_slots slices pass before it evicts
+ * one (docs/format.md "Store"). Rings that can hold more headers than that
+ * turn them stale under overload: say so, with the fix.
+ */
+static void store_warn(const struct nfsl_xsk *x, int nsocks)
+{
+	const struct nfsl_config *c = &x->store.cfg;
+	__u64 held = (__u64)nsocks * x->o.bx, lasts = (__u64)c->part_slots * c->expiry;
+
+	if (held > lasts)
+		nfsl_msg("nfsl_xsk: warning: ",
+			 "the RX rings hold up to %llu headers, but domain %s evicts a payload "
+			 "after %llu slices on its CPU (%u slots per partition x expiry %u): under "
+			 "overload headers turn stale; attach it with more --slots (or give "
+			 "--bx a smaller ring)",
+			 (unsigned long long)held, x->o.domain, (unsigned long long)lasts,
+			 c->part_slots, c->expiry);
+}
+
 int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *err,
 		  size_t errlen)
 {
@@ -433,6 +455,8 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 	rc = xsk_steer_start(x, err, errlen);
 	if (rc)
 		goto out;
+	if (x->inline_splice)
+		store_warn(x, nsocks);
 	*out = x;
 	return 0;
 out:
