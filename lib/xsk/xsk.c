@@ -21,7 +21,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
-#include "cli.h"
 #include "domain.h"
 #include "xsk_int.h"
 
@@ -292,14 +291,16 @@ static void store_warn(const struct nfsl_xsk *x, int nsocks)
 	const struct nfsl_config *c = &x->store.cfg;
 	__u64 held = (__u64)nsocks * x->o.bx, lasts = (__u64)c->part_slots * c->expiry;
 
+	/* stderr, not nfsl_msg: under --json that collects errors for the
+	 * closing object, and this is only a warning */
 	if (held > lasts)
-		nfsl_msg("nfsl_xsk: warning: ",
-			 "the RX rings hold up to %llu headers, but domain %s evicts a payload "
-			 "after %llu slices on its CPU (%u slots per partition x expiry %u): under "
-			 "overload headers turn stale; attach it with more --slots (or give "
-			 "--bx a smaller ring)",
-			 (unsigned long long)held, x->o.domain, (unsigned long long)lasts,
-			 c->part_slots, c->expiry);
+		fprintf(stderr,
+			"nfsl_xsk: warning: the RX rings hold up to %llu headers, but domain %s "
+			"evicts a payload after %llu slices on its CPU (%u slots per partition x "
+			"expiry %u): under overload headers turn stale; attach it with more "
+			"--slots (or give --bx a smaller ring)\n",
+			(unsigned long long)held, x->o.domain, (unsigned long long)lasts,
+			c->part_slots, c->expiry);
 }
 
 int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *err,
