@@ -68,6 +68,8 @@ static const struct nfsl_opt table[] = {
 	{"slow", NFSL_OPT_STR, OFF(slow), .metavar = "W:USEC",
 	 .help = "worker W sleeps USEC after each burst (processing variability)"},
 	{"json", NFSL_OPT_FLAG, OFF(json), .help = "reports as JSON objects, one per line"},
+	{"busy-poll", NFSL_OPT_U32, OFF(busy_poll), 0, 1000000, .metavar = "USEC",
+	 .help = "keep looking for frames USEC before sleeping in poll() (default 0)"},
 	{"drop-notice", NFSL_OPT_FLAG, OFF(drop_notice),
 	 .help = "park: send sliced headers the NF drops back as drop notices"},
 	{"rules", NFSL_OPT_STR, OFF(rules), .metavar = "FILE",
@@ -180,6 +182,7 @@ struct worker_arg {
 	int id, ndevs, nworkers;
 	__u32 cpu;
 	__u64 start_ms;
+	__u32 busy_poll_us;
 	/* --stall, --slow: this worker's share, 0 when not it */
 	__u64 stall_from, stall_to;
 	__u32 slow_us;
@@ -250,6 +253,15 @@ static void *worker(void *p)
 			}
 		}
 		n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+		if (!n && a->busy_poll_us && ph == 0) {
+			/* --busy-poll: look again for a little while before
+			 * sleeping, so a burst's next frames find a worker
+			 * awake and the fill ring refilled */
+			__u64 until = nfsl_now_ns() + a->busy_poll_us * 1000ull;
+
+			while (!n && nfsl_now_ns() < until)
+				n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+		}
 		if (!n) {
 			/* After steering stopped: done once the rings stay
 			 * empty for a few waits. */
@@ -544,6 +556,7 @@ int main(int argc, char **argv)
 		}
 		a->cpu = o.cpu;
 		a->start_ms = start;
+		a->busy_poll_us = o.busy_poll;
 		if (o.stall && stall[0] == i) {
 			a->stall_from = stall[1];
 			a->stall_to = (__u64)stall[1] + stall[2];

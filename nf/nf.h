@@ -38,6 +38,7 @@ struct nf_opts {
 	char *slow;         /* WORKER:USEC */
 	bool json;
 	bool drop_notice;   /* park: drop notices for dropped sliced headers */
+	__u32 busy_poll;    /* us a worker keeps polling before it sleeps */
 	/* options of the NFs (nf_opt_map in main.c): given as text, each NF
 	 * parses and checks its own */
 	char *nf_opt;       /* NF.KEY=VALUE[,NF.KEY=VALUE...] */
