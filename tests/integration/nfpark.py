@@ -36,7 +36,7 @@ import json
 
 import nfpkt
 import nfrig
-from nfrig import PY, describe, must, poll, run
+from nfrig import PY, describe, poll, run
 from nfxsk import NF, NfRun, XRig
 
 CLI4, SLC_CLI4 = "10.224.1.2", "10.224.1.1"
@@ -63,15 +63,8 @@ class PRig(XRig):
         super().__init__(stem, queues=1)
 
     def _build(self):
+        self._make_ns()
         for role in self.ROLES:
-            run(["ip", "netns", "delete", self.ns(role)])   # a stale one
-            must(run(["ip", "netns", "add", self.ns(role)]))
-            self.made.append(role)
-            self.ip(role, "link", "set", "lo", "up")
-            for k in ("default", "all"):
-                self.sysctl(role, f"net.ipv6.conf.{k}.accept_dad", 0)
-                self.sysctl(role, f"net.ipv6.conf.{k}.router_solicitations",
-                            0)
             for k in ("default", "all"):
                 self.sysctl(role, f"net.ipv4.conf.{k}.rp_filter", 0)
                 self.sysctl(role, f"net.ipv4.conf.{k}.accept_redirects", 0)

@@ -338,8 +338,9 @@ class XRig:
             raise
         return self
 
-    def _build(self):
-        q = str(self.queues)
+    def _make_ns(self):
+        """Every role's namespace, new (a stale one of the name goes), lo
+        up, IPv6 without DAD or router solicitations."""
         for role in self.ROLES:
             run(["ip", "netns", "delete", self.ns(role)])   # a stale one
             must(run(["ip", "netns", "add", self.ns(role)]))
@@ -349,6 +350,10 @@ class XRig:
                 self.sysctl(role, f"net.ipv6.conf.{k}.accept_dad", 0)
                 self.sysctl(role, f"net.ipv6.conf.{k}.router_solicitations",
                             0)
+
+    def _build(self):
+        q = str(self.queues)
+        self._make_ns()
         for a, adev, b, bdev in (("gen", "g0", "dut", "d0"),
                                  ("dut", "d1", "sink", "s0")):
             self.ip(a, "link", "add", adev, "numtxqueues", q, "numrxqueues",
