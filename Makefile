@@ -52,6 +52,7 @@ bench-bpf:
 
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench
+	$(Q)$(MAKE) -C bench/nfcost
 
 unit: bpf lib
 	$(Q)$(MAKE) -C tests/unit
