@@ -452,8 +452,12 @@ def check_nat_lb(got, sent, what):
     assert not by_payload, f"{what}: missing {list(by_payload.values())}"
 
 
-def test_nat_equivalence(one_queue):
-    """nat (rxbisect, 2 workers; WAN steered by port): the gen's flows
+@pytest.mark.parametrize("mode,workers", CHAIN_CASES,
+                         ids=[f"{m}-{w}w" for m, w in CHAIN_CASES])
+def test_nat_equivalence(one_queue, mode, workers):
+    """nat in every --rx mode (rxbisect and shring with 2 workers, the WAN
+    steered by port; privring and smallpriv with 1: their queues cannot
+    follow a flow): the gen's flows
     leave from EXT_IP, the sink's replies to EXT_IP:port reach the gen at
     its own address and port; slicing on = off both ways."""
     frames = (build(own_flows(n=16, dport0=7201), seed=31) +
@@ -474,7 +478,7 @@ def test_nat_equivalence(one_queue):
         return out
 
     off, on = equivalence(one_queue, "nat", NAT_OPTS, frames, len(frames),
-                          replies=replies, rev_expect=len(frames))
+                          workers, mode, replies=replies, rev_expect=len(frames))
     check_nat_lb(off.got, frames, "nat")
     # one external port per flow, kept by all its frames
     flow_of = {nfpkt.parse(f).payload: fl for f, fl in frames}
@@ -534,7 +538,12 @@ def test_chain_replies_reverse(one_queue, fw):
         (len(frames), 0), c
 
 
-def test_lb_equivalence(xr, fw):
+# Every --rx mode, 2 workers (privring and smallpriv: a queue each).
+MODES = ("rxbisect", "shring", "privring", "smallpriv")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lb_equivalence(xr, fw, mode):
     """lb (Maglev, 3 backends, a VIP): the VIP's flows reach one backend
     each, other traffic passes untouched; slicing on = off."""
     _, backends, _ = fw
@@ -542,7 +551,7 @@ def test_lb_equivalence(xr, fw):
     vip = [fl._replace(deny=False) for fl in vip]
     frames = build(vip, seed=41) + build(own_flows(dport0=7201), seed=42)
     off, on = equivalence(xr, "lb", ("--backends", backends, *LB_OPTS),
-                          frames, len(frames))
+                          frames, len(frames), mode=mode)
     used = {socket.inet_ntoa(nfpkt.parse(g).dst) for g in off.got}
     assert set(BACKENDS) <= used, used
     passed = sorted(swap_macs(f) for f, fl in frames if fl.dst != VIP)
@@ -555,13 +564,14 @@ def test_lb_equivalence(xr, fw):
         c["passed"] == len(frames) - nvip, c
 
 
-def test_qos_equivalence(xr):
+@pytest.mark.parametrize("mode", MODES)
+def test_qos_equivalence(xr, mode):
     """qos with a CIR far above the traffic: every frame green, IPv4 and
     IPv6, sliced and small; slicing on = off; green_bytes = the original
     IP lengths (the sliced headers' would be ~60 B each)."""
     frames = (build(own_flows(n=12, dport0=7201), seed=51) +
               build(own_flows(v6=True, n=12, dport0=7201), seed=52))
-    off, on = equivalence(xr, "qos", QOS_GREEN, frames, len(frames))
+    off, on = equivalence(xr, "qos", QOS_GREEN, frames, len(frames), mode=mode)
     assert off.got == sorted(swap_macs(f) for f, _ in frames)
     iplen = sum(len(f) - 14 for f, _ in frames)
     c = on.rep["nf_counters"]["qos"]
