@@ -223,3 +223,13 @@ void pkt_diff(const char *what, const uint8_t *a, size_t alen,
 		shown++;
 	}
 }
+
+void pkt_spec_fit(struct pkt_spec *s)
+{
+	if (s->v6 || s->proto != PKT_TCP)
+		s->tcp_opt = 0;
+	if (s->v6)
+		s->ip_opt = 0;
+	else
+		s->n_ext = 0;
+}

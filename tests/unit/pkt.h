@@ -49,6 +49,11 @@ struct pkt_spec {
 /* Header bytes the spec asks for (Ethernet to the end of the L4 header). */
 size_t pkt_hdr_len(const struct pkt_spec *s);
 
+/* Drop the options @s asks for that its family and protocol cannot have
+ * (TCP options without TCP, IPv4 options on IPv6, IPv6 extension headers
+ * on IPv4), so one option table serves every kind of packet. */
+void pkt_spec_fit(struct pkt_spec *s);
+
 /* Build the frame into @buf (PKT_MAX bytes). Returns its length, or 0 when
  * the headers do not fit in s->size. */
 size_t pkt_build(const struct pkt_spec *s, uint8_t *buf);

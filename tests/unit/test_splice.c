@@ -76,12 +76,7 @@ static bool roundtrip_one(const struct variant *v, int v6, uint8_t proto,
 	s.v6 = v6;
 	s.proto = proto;
 	s.seed = seed;
-	if (v6 || proto != PKT_TCP)
-		s.tcp_opt = 0;
-	if (v6)
-		s.ip_opt = 0;
-	else
-		s.n_ext = 0;
+	pkt_spec_fit(&s);
 	len = pkt_build(&s, in);
 	cr_assert_gt(len, 0);
 	snprintf(name, sizeof(name), "%s, keep %u: %s", v->name, H.cfg.keep,

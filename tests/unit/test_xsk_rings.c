@@ -33,6 +33,7 @@
 #include <criterion/parameterized.h>
 
 #include "log.h"
+#include "nfsl_csum.h"
 #include "xsk_int.h"
 
 #define IF_A "xr0" /* the NF's interface */
@@ -56,17 +57,6 @@ static void rig(int queues)
 	nfsl_log_init(NFSL_LOG_NONE);
 }
 
-static __u16 ip_csum(const void *p, int n)
-{
-	const __u16 *w = p;
-	__u32 s = 0;
-
-	for (int i = 0; i < n / 2; i++)
-		s += w[i];
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return ~s;
-}
 
 /* A raw socket on IF_B and a frame template of @flow. */
 static int raw_sock(int *ifindex)
@@ -97,7 +87,7 @@ static void frame(__u8 *f, int flow, __u32 seq)
 	ip->tot_len = htons(FRAME_LEN - sizeof(*eth));
 	ip->saddr = htonl(0x0a630102);
 	ip->daddr = htonl(0x0a630202);
-	ip->check = ip_csum(ip, sizeof(*ip));
+	ip->check = ~nfsl_csum_fold(nfsl_csum_bytes(ip, sizeof(*ip), 0));
 	udp->source = htons(1024 + flow);
 	udp->dest = htons(5201);
 	udp->len = htons(FRAME_LEN - sizeof(*eth) - sizeof(*ip));

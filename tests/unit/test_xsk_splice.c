@@ -305,12 +305,7 @@ static bool same_one(const struct prep *pr, const struct nf *nf, int v6, uint8_t
 	s.proto = proto;
 	s.vlans = vlans;
 	s.seed = seed;
-	if (v6 || proto != PKT_TCP)
-		s.tcp_opt = 0;
-	if (v6)
-		s.ip_opt = 0;
-	else
-		s.n_ext = 0;
+	pkt_spec_fit(&s);
 	len = pkt_build(&s, in);
 	cr_assert_gt(len, 0);
 	parse(in, len, &ri);
