@@ -70,9 +70,12 @@ Parts (--parts):
            random order. Then (1514 B) one trial of --trial-long s at the
            NDR found, spanning a report: the working set while it runs
            (posted, inflight, written in 100 ms) and whether the NDR holds;
-           and (1514 B rxdrop, 64 flows) one unpaced trial of 1 s: the
-           generator as fast as it goes instead of 1 ms bursts at its full
-           speed (what docs/platform.md quotes for one queue).
+           and (1514 B rxdrop, 64 flows) --unpaced-runs unpaced trials of
+           1 s: the generator as fast as it goes instead of paced bursts at
+           its full speed (what docs/platform.md quotes for one queue); the
+           best lossless one counts. Paced bursts are --gen-burst-us long
+           (1 ms by default): a ring of N entries cannot absorb bursts of
+           more than N frames, whatever the architecture.
   lat      l2fwd groups: p50/p99 one-way latency of a stamped measuring
            stream (nfslice-pktgen --stamp, 1 flow, --meas-rate pps) under a
            load of 50% and 90% of privring's NDR in the same group
@@ -271,6 +274,9 @@ def parse(argv):
                     help="workers of shring/rxbisect and of 4q (default 4)")
     ap.add_argument("--ax", type=int, default=256, help="fill ring Ax (256)")
     ap.add_argument("--bx", type=int, default=2048, help="RX ring Bx (2048)")
+    ap.add_argument("--busy-poll", type=int, default=0, metavar="USEC",
+                    help="nfslice-nf --busy-poll: us a worker keeps looking "
+                         "(yielding the CPU between looks) before it sleeps (default 0)")
     ap.add_argument("--all-groups", action="store_true",
                     help="also 60 B l2fwd on 4q (left out for time)")
     ap.add_argument("--slots", type=int, default=16384,
@@ -285,7 +291,13 @@ def parse(argv):
                     help="--slow values in us (default 0 200 2000)")
     ap.add_argument("--shares", nargs="+", type=float,
                     help="worker-0 flow shares (default 0 0.25 0.5 0.75)")
+    ap.add_argument("--unpaced-runs", type=int, default=3, metavar="N",
+                    help="unpaced 1 s trials per 1514 B rxdrop session; the best "
+                         "lossless one counts (default 3)")
     ap.add_argument("--gen-cpu", type=int, default=0, help="generator CPU (0)")
+    ap.add_argument("--gen-burst-us", type=int, default=1000, metavar="USEC",
+                    help="paced generators send the frames due every USEC us in "
+                         "one burst (nfslice-pktgen --burst-us; default 1000)")
     ap.add_argument("--nf-cpu", type=int, default=1, help="nfslice-nf CPU (1)")
     ap.add_argument("--seed", type=int, help="seed of the order (default: time)")
     ap.add_argument("--from-json", metavar="FILE",
@@ -502,7 +514,8 @@ class Rig:
         if path == "4q":
             cmd += ["--dst-mac", self.mac["dq"]]
         if rate:
-            cmd += ["--rate", int(rate), "--count", max(1, int(rate * seconds))]
+            cmd += ["--rate", int(rate), "--count", max(1, int(rate * seconds)),
+                    "--burst-us", self.a.gen_burst_us]
         else:
             cmd += ["--duration", max(1, round(seconds))]
         if stamp:
@@ -563,6 +576,8 @@ class NF:
                      str(workers), "--rx", arch, "--nf", nf, "--ax", str(a.ax),
                      "--bx", str(a.bx), "--cpu", str(a.nf_cpu), "--json",
                      "--stats-interval", str(REPORT_S), *map(str, extra)]
+        if a.busy_poll:
+            self.args += ["--busy-poll", str(a.busy_poll)]
         if domain:
             self.args += ["--name", domain]
         self.p = None
@@ -995,11 +1010,21 @@ def ndr_session(rig, a, key, cap, domain, privring_ndr, trials, problems, sessio
             out["at_ndr"] = {"loss_frac": r["loss_frac"], "pass": r["pass"],
                              "working_set_live": r["working_set_live"]}
         if nfname == "rxdrop" and size >= SLICE_MIN and key["flows"] == 64:
-            # as fast as the generator goes (not paced in 1 ms bursts): the
+            # as fast as the generator goes (not paced in bursts): the
             # rate docs/platform.md quotes for one queue
-            r = s.trial("unpaced", [("load", rig.pktgen_cmd(path, size, 0, 1))], 1.0, dlv)
-            r["pass"] = s.passes(r)
-            out["unpaced"] = {"delivered_pps": r["delivered_pps"], "loss_frac": r["loss_frac"]}
+            # rate docs/platform.md quotes for one queue; a.unpaced_runs
+            # trials: the best lossless one counts, else the least lossy
+            runs = []
+            for _ in range(a.unpaced_runs):
+                r = s.trial("unpaced", [("load", rig.pktgen_cmd(path, size, 0, 1))], 1.0,
+                            dlv)
+                r["pass"] = s.passes(r)
+                runs.append({"delivered_pps": r["delivered_pps"],
+                             "loss_frac": r["loss_frac"], "pass": r["pass"]})
+            ok = [u for u in runs if u["pass"]]
+            out["unpaced"] = (max(ok, key=lambda u: u["delivered_pps"]) if ok
+                              else min(runs, key=lambda u: u["loss_frac"]))
+            out["unpaced_runs"] = runs
         if key["arch"] == "privring":
             privring_ndr = out
         if "lat" in a.parts and nfname == "l2fwd" and privring_ndr \

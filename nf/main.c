@@ -259,8 +259,10 @@ static void *worker(void *p)
 			 * awake and the fill ring refilled */
 			__u64 until = nfsl_now_ns() + a->busy_poll_us * 1000ull;
 
-			while (!n && nfsl_now_ns() < until)
+			while (!n && nfsl_now_ns() < until) {
+				sched_yield();
 				n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+			}
 		}
 		if (!n) {
 			/* After steering stopped: done once the rings stay

@@ -66,6 +66,8 @@ static const struct nfsl_opt table[] = {
 	  .help = "send the frames of a pcap file, in order, round and round" },
 	{ "batch", NFSL_OPT_U32, OFF(batch), 1, PG_BATCH_MAX, .metavar = "N",
 	  .help = "frames per live-frames batch, 1-256 (default 64)" },
+	{ "burst-us", NFSL_OPT_U32, OFF(burst_us), PG_BURST_US_MIN, 1000000, .metavar = "USEC",
+	  .help = "with --rate: send the frames due every USEC us in one burst, 20 to 1000000 (default 1000)" },
 	{ "cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
 	  .help = "run on CPU N (default: wherever the scheduler puts it)" },
 	{ "peer-xdp", NFSL_OPT_ENUM, OFF(peer_xdp), .choices = peer_modes, .metavar = "MODE",
@@ -78,6 +80,7 @@ static const struct nfsl_opt table[] = {
 static const struct pg_opts defaults = {
 	.proto = -1,
 	.batch = PG_BATCH_DEFAULT,
+	.burst_us = PG_BURST_US_DEFAULT,
 	.cpu = UINT32_MAX,
 	.peer_xdp = PG_PEER_AUTO,
 };
@@ -286,6 +289,7 @@ int pg_resolve(const struct pg_opts *o, struct pg_cfg *cfg)
 	cfg->count = o->count;
 	cfg->duration = o->duration;
 	cfg->batch = o->batch;
+	cfg->burst_us = o->burst_us;
 	cfg->peer_xdp = o->peer_xdp;
 	cfg->json = o->json;
 	if (resolve_cpu(o, cfg))

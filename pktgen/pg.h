@@ -33,6 +33,9 @@
  * has not yet cleared the slots it took; 64 is as fast and never overflows
  * an idle ring (docs/pktgen.md). */
 #define PG_BATCH_DEFAULT 64
+/* Paced: a call every 1000 us by default, the finest --burst-us 20. */
+#define PG_BURST_US_DEFAULT 1000
+#define PG_BURST_US_MIN 20
 
 enum pg_peer_xdp { PG_PEER_AUTO, PG_PEER_OFF, PG_PEER_DROP };
 
@@ -56,6 +59,7 @@ struct pg_opts {
 	bool stamp;
 	const char *pcap;
 	__u32 batch;
+	__u32 burst_us;
 	__u32 cpu;
 	int peer_xdp;
 	bool json;
@@ -122,6 +126,7 @@ struct pg_cfg {
 	__u32 count;              /* 0 = no limit */
 	__u32 duration;           /* s, 0 = no limit */
 	__u32 batch;
+	__u32 burst_us;           /* paced: us between calls */
 	int cpu;                  /* -1 = not pinned */
 	enum pg_peer_xdp peer_xdp;
 	bool json;

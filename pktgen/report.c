@@ -120,6 +120,7 @@ static void report_json(const struct pg_cfg *cfg, const struct pg_result *r,
 	jsonw_bool_field(&w, "held", r->held);
 	jsonw_float_field_fmt(&w, "avg_frame_bytes", "%.2f", cfg->avg_len);
 	jsonw_uint_field(&w, "batch", cfg->batch);
+	jsonw_uint_field(&w, "burst_us", cfg->burst_us);
 	json_u32_or_null(&w, "cpu", cfg->cpu >= 0, cfg->cpu);
 	json_u32_or_null(&w, "count", cfg->count, cfg->count);
 	json_u32_or_null(&w, "duration_s", cfg->duration, cfg->duration);

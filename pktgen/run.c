@@ -7,8 +7,8 @@
  * Each call runs the program on `repeat` frames, --batch of them per page
  * pool cycle (the kernel flushes the transmit queue after each batch), all
  * on the calling CPU with bottom halves off. Unpaced (--rate 0), calls of
- * PG_CHUNK frames follow each other; paced, a call is made whenever a
- * millisecond's worth of frames is due by CLOCK_MONOTONIC since the start,
+ * PG_CHUNK frames follow each other; paced, a call is made whenever
+ * --burst-us worth of frames (default 1 ms) is due by CLOCK_MONOTONIC since the start,
  * and the thread sleeps (clock_nanosleep, absolute) until the next burst
  * is due in between: no busy waiting, and since the schedule is absolute,
  * a late wake-up is made up by the next call. A burst leaves at the speed
@@ -38,14 +38,15 @@
  */
 #define PG_CHUNK 8192
 /*
- * Paced, a call is made once a millisecond's worth of frames is due (at
- * least one frame): 20 frames per call at 20000 pps, 1000 at 1 Mpps. A call
- * costs ~20 us besides its frames once the program is held in the
- * dispatcher (hold.c), so pacing costs ~2% of a CPU whatever the rate;
- * pacing by --batch instead took 45% of the CPU at 1 Mpps.
+ * Paced, a call is made once --burst-us worth of frames is due (at least
+ * one frame); by default 1 ms: 20 frames per call at 20000 pps, 1000 at 1
+ * Mpps. A call costs ~20 us besides its frames once the program is held in
+ * the dispatcher (hold.c), so 1 ms pacing costs ~2% of a CPU whatever the
+ * rate (pacing by --batch instead took 45% of the CPU at 1 Mpps). Finer
+ * pacing is nearer a wire's even spacing (a receiver's ring meets bursts
+ * of rate x burst-us frames) and dearer: docs/pktgen.md "Pacing".
  */
-#define PG_CALLS_PER_S 1000
-/* The same when the program could not be held: a call waits ~25 ms. */
+/* When the program could not be held: a call waits ~25 ms. */
 #define PG_CHUNK_UNHELD (1 << 18)
 #define PG_CALLS_UNHELD 20
 
@@ -229,7 +230,8 @@ static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 	volatile struct pktgen_stats *st = &skel->bss->stats;
 	/* Not held, a call waits ~25 ms: fewer, longer calls. */
 	__u64 chunk = res->held ? PG_CHUNK : PG_CHUNK_UNHELD;
-	__u64 burst = cfg->rate / (res->held ? PG_CALLS_PER_S : PG_CALLS_UNHELD);
+	__u64 burst = res->held ? (__u64)cfg->rate * cfg->burst_us / 1000000
+				: cfg->rate / PG_CALLS_UNHELD;
 	int err = 0;
 
 	if (burst < 1)

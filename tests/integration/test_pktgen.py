@@ -223,6 +223,8 @@ def _bad_files(d):
       "65500"], "runs past port 65535"),
     (["--dev", "pg0", "--count", "1", "--batch", "300"],
      "give a whole number of N from 1 to 256"),
+    (["--dev", "pg0", "--count", "1", "--rate", "1000", "--burst-us", "10"],
+     "give a whole number of USEC from 20 to 1000000"),
     (["--dev", "pg0", "--count", "1", "--rate", "fast"],
      "--rate 'fast' is not valid"),
     (["--dev", "pg0", "--count", "1", "--frobnicate"],
@@ -405,6 +407,33 @@ def test_rate_limit(sink):
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime +
                                                before.ru_stime)
     assert cpu < 0.5, f"generator used {cpu:.2f} s of CPU in 2 s"
+
+
+@pytest.mark.parametrize("burst_us", [1000, 200])
+def test_burst_us(sink, burst_us):
+    """--burst-us: the frames due every USEC leave in one call. The first
+    64 frames' TX stamps fall in groups (gaps > 50 us between calls) of at
+    least rate x USEC frames; most calls are on time, so the median group
+    is that size (20 frames at 1000 us, 4 at 200 us; a late call carries
+    more)."""
+    rate = 20000
+    res = pktgen_json("--rate", rate, "--count", 4000, "--burst-us", burst_us,
+                      "--stamp")
+    st = sink.stats()
+    assert_all_arrived(res, st, 4000)
+    assert res["burst_us"] == burst_us, res
+    stamps = [struct.unpack("!QQ", parse(f).payload[:16])[1]
+              for f in sink.samples(64)]
+    groups, size = [], 1
+    for a, b in zip(stamps, stamps[1:]):
+        if b - a > 50_000:
+            groups.append(size)
+            size = 1
+        else:
+            size += 1
+    want = rate * burst_us // 1_000_000
+    assert len(groups) >= 2 and min(groups) >= want, (groups, want)
+    assert sorted(groups)[len(groups) // 2] < 2 * want, (groups, want)
 
 
 def test_duration_bounds_an_unpaced_run(sink):
