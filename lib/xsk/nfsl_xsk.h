@@ -110,7 +110,9 @@ struct nfsl_xsk_desc {
 	X(notices)   /* park: drop notices sent back for dropped headers */    \
 	X(csum_done) /* L4 checksums completed (CHECKSUM_PARTIAL seeds) */    \
 	X(refills)   /* fill ring refills this worker did */                   \
-	X(fill_busy) /* fill ring held by another worker (rxbisect, shring) */
+	X(fill_busy) /* fill ring held by another worker (rxbisect, shring) */ \
+	X(fill_dry)  /* refills that found every posted frame taken */         \
+	X(dry_wait_us) /* us since the refill before each fill_dry one */
 
 struct nfsl_xsk_wstats {
 #define NFSL_X_FIELD(name) __u64 name;

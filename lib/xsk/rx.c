@@ -53,8 +53,18 @@ void xsk_frames_free(struct nfsl_xsk_worker *w, const __u64 *addr, unsigned int 
  * Caller owns the fill ring. Returns the frames posted. */
 static __u32 fill_post(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g, __u32 want)
 {
-	__u64 buf[NFSL_XSK_BURST];
+	__u64 buf[NFSL_XSK_BURST], now = xsk_now_ns();
 	__u32 done = 0;
+
+	/* Every posted frame taken: since the last refill the kernel may have
+	 * had no buffer for a frame (rx_fill_empty). How long that refill is
+	 * ago says whether the owner was late (a gap in its CPU) or the burst
+	 * was larger than the ring. */
+	if (g->last_fill_ns && xsk_prod_nb_free(&g->fill, g->fill_size) >= g->fill_size) {
+		w->st.fill_dry++;
+		w->st.dry_wait_us += (now - g->last_fill_ns) / 1000;
+	}
+	g->last_fill_ns = now;
 
 	while (done < want) {
 		__u32 room = xsk_prod_nb_free(&g->fill, want - done);

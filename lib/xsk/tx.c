@@ -219,10 +219,9 @@ void nfsl_xsk_worker_drop(struct nfsl_xsk_worker *w, const struct nfsl_xsk_desc 
 
 unsigned int nfsl_xsk_worker_drain(struct nfsl_xsk_worker *w, int timeout_ms)
 {
-	struct timespec t0, t;
+	__u64 t0 = xsk_now_ns();
 	unsigned int left;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		left = 0;
 		for (int dev = 0; dev < w->x->ndevs; dev++) {
@@ -240,9 +239,7 @@ unsigned int nfsl_xsk_worker_drain(struct nfsl_xsk_worker *w, int timeout_ms)
 			pthread_spin_unlock(&s->g->ring_lock);
 			left += atomic_load_explicit(&s->g->tx_pending, memory_order_relaxed);
 		}
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (!left || (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
-				     timeout_ms)
+		if (!left || xsk_now_ns() - t0 >= (__u64)timeout_ms * 1000000)
 			return left;
 		usleep(1000);
 	}

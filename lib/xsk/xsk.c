@@ -362,12 +362,8 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		goto out;
 	}
 	{
-		struct timespec now;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
 		rc = nfsl_xsk_wset_init(&x->wset, x->nworkers, x->nframes, NFSL_XSK_FRAME,
-					x->o.wset_ns,
-					(__u64)now.tv_sec * 1000000000ull + now.tv_nsec);
+					x->o.wset_ns, xsk_now_ns());
 	}
 	if (rc) {
 		rc = fail(err, errlen, rc, "cannot allocate the working-set tracker");
@@ -612,7 +608,6 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 		       struct nfsl_xsk_kstats *ks)
 {
 	__u64 free_frames = nfsl_xsk_pool_count(&x->pool);
-	struct timespec now;
 
 	memset(ws, 0, sizeof(*ws));
 	memset(ks, 0, sizeof(*ks));
@@ -631,8 +626,7 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 		free_frames += nfsl_xsk_cache_count(&x->workers[i].cache);
 	ws->pool = x->nframes;
 	ws->inflight = free_frames > x->nframes ? 0 : x->nframes - free_frames;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	nfsl_xsk_wset_tick(&x->wset, (__u64)now.tv_sec * 1000000000ull + now.tv_nsec);
+	nfsl_xsk_wset_tick(&x->wset, xsk_now_ns());
 	ws->written = nfsl_xsk_wset_last(&x->wset, &ws->window_ns);
 	for (int d = 0; d < x->ndevs; d++) {
 		__u32 nq, mtu;

@@ -6,8 +6,18 @@
 #include <net/if.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "nfsl_xsk.h"
+
+/* CLOCK_MONOTONIC in ns (the working set's and the refills' clock). */
+static inline __u64 xsk_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (__u64)t.tv_sec * 1000000000ull + t.tv_nsec;
+}
 
 #define XSK_TX_SIZE 512u   /* TX ring entries per socket */
 #define XSK_CACHE 256u     /* per-worker frame cache target (2-level pool) */
@@ -59,6 +69,7 @@ struct nfsl_xsk_group {
 	/* Owner of fill and completion rings: trylock per burst (rxbisect,
 	 * shring), uncontended for privring (one worker per group). */
 	pthread_spinlock_t ring_lock;
+	__u64 last_fill_ns;     /* last fill_post (fill ring owner only) */
 	int nsock;
 	struct nfsl_xsk_sock *socks[NFSL_XSK_MAX_WORKERS];
 	/* shring */

@@ -348,11 +348,19 @@ def test_stall(xr, stall_rate, mode, record_property):
     s0, s1 = (w["rx"] for w in stall["per_worker"])
     kb, ks = base["kernel"], stall["kernel"]
     record = (f"{mode} at {stall_rate} pps: without stall w0 {b0} w1 {b1} "
-              f"kernel {kb}; with stall w0 {s0} w1 {s1} kernel {ks}; "
+              f"kernel {kb} total {base['total']}; with stall w0 {s0} w1 {s1} "
+              f"kernel {ks} total {stall['total']}; "
               f"working set {stall['working_set']}")
     print(record)
     record_property("stall", record)
     assert b0 > 0 and b1 > 0, f"both workers must have traffic: {record}"
+    # A kernel drop for want of a fill frame is seen by the next refill:
+    # it finds every posted frame taken (fill_dry), after a wait of at
+    # least the stall's share of the run.
+    for rep in (base, stall):
+        if rep["kernel"]["rx_fill_empty"]:
+            assert rep["total"]["fill_dry"] >= 1, record
+            assert rep["total"]["dry_wait_us"] >= rep["total"]["fill_dry"], record
     # The stall took effect: worker 1 received less than without it (what
     # it held in its rings when the stall began, at most).
     assert s1 < b1 / 2, record
