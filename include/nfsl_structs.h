@@ -121,6 +121,9 @@ struct nfsl_config {
 	__u32 nparts;     /* partitions of each CPU's share: 1 + NF ports, so
 			   * payloads toward one NF server never evict
 			   * another's (PayloadPark §6.2.3); 0 reads as 1 */
+	__u32 ttl_us;     /* TTL eviction by the manager, us; 0: off */
+	__u32 cfg_gen;    /* configuration generation: bumped by every runtime
+			   * change (lib/nfsl/cfg.h), 0 at attach */
 };
 
 #endif /* NFSL_STRUCTS_H */
