@@ -1,28 +1,30 @@
 # SPDX-License-Identifier: GPL-2.0
 # nfslice: payload slicing for shallow network functions.
 #   make          build build/nfslice, build/nfslice-pktgen, build/nfslice-delay,
-#                 build/nfslice-nf
+#                 build/nfslice-nf, build/nfsliced
 #                 and the BPF objects scripts and tests load
 #   make test     install deps, build (with the unit tests and the benchmark
 #                 driver), run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
 #   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
-#   make install  tools, man pages and bash completion under $(DESTDIR)$(PREFIX)
+#   make install  tools, man pages, bash completion and nfsliced.service under
+#                 $(DESTDIR)$(PREFIX) (the unit under $(DESTDIR)$(UNITDIR))
 #   make V=1      show full commands
 
 include mk/common.mk
 
-.PHONY: all bpf lib loader pktgen delay nf bench-bpf bench-build unit deps test \
+.PHONY: all bpf lib loader pktgen delay nf manager bench-bpf bench-build unit deps test \
 	demo bench doc install uninstall clean
 
-TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf
+TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+UNITDIR ?= /etc/systemd/system
 INSTALL ?= install
 
-all: loader pktgen delay nf bench-bpf
+all: loader pktgen delay nf manager bench-bpf
 
 # The production datapath (slicer, splicer) and the user-space libraries
 # come first: several tools use them, and parallel sub-makes must never
@@ -44,6 +46,9 @@ delay: lib
 
 nf: bpf lib
 	$(Q)$(MAKE) -C nf
+
+manager: lib
+	$(Q)$(MAKE) -C manager
 
 # The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
 # its test), and the datapath cost driver.
@@ -99,11 +104,14 @@ install: doc
 	$(Q)$(INSTALL) -m 0755 $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(SBINDIR)/
 	$(Q)$(INSTALL) -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man8/
 	$(Q)$(INSTALL) -m 0644 $(COMPLETIONS) $(DESTDIR)$(BASHCOMPDIR)/
+	$(Q)$(INSTALL) -d $(DESTDIR)$(UNITDIR)
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|' manager/nfsliced.service > $(DESTDIR)$(UNITDIR)/nfsliced.service
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/nfsliced.service
 
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(SBINDIR)/%) $(TOOLS:%=$(DESTDIR)$(MANDIR)/man8/%.8) \
-		$(TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%)
+		$(TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(DESTDIR)$(UNITDIR)/nfsliced.service
 
 clean:
 	$(call msg,CLEAN,build)

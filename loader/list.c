@@ -17,6 +17,7 @@
 
 #include "nfslice.h"
 #include "domain.h"
+#include "domains.h"
 #include "json_writer.h"
 #include "netns.h"
 
@@ -41,79 +42,29 @@ struct entry {
 	const struct nfsl_netns *ns; /* where found, NULL when not */
 };
 
-static int cmp_entries(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	if (x->cookie != y->cookie)
-		return x->cookie < y->cookie ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* Every <bpffs>/nfslice/ns<cookie>/NAME, by cookie then name. */
+/* Every domain (nfsl_domains_collect), as list and gc judge them. */
 static int collect(struct entry **out, size_t *n)
 {
-	char top[PATH_MAX];
-	struct entry *v = NULL;
-	size_t cap = 0;
-	struct dirent *e;
-	DIR *dh;
-	int err = 0;
+	struct nfsl_dom_entry *d;
+	struct entry *v;
+	int err;
 
 	*out = NULL;
-	*n = 0;
-	snprintf(top, sizeof(top), "%s/nfslice", nfsl_bpffs());
-	dh = opendir(top);
-	if (!dh)
-		return errno == ENOENT ? 0 : -errno;
-	while (!err && (e = readdir(dh))) {
-		char nsdir[PATH_MAX + 300], *end;
-		unsigned long long cookie;
-		struct dirent *f;
-		DIR *ndh;
-
-		if (strncmp(e->d_name, "ns", 2))
-			continue;
-		cookie = strtoull(e->d_name + 2, &end, 10);
-		if (*end || end == e->d_name + 2)
-			continue;
-		snprintf(nsdir, sizeof(nsdir), "%s/%s", top, e->d_name);
-		ndh = opendir(nsdir);
-		if (!ndh)
-			continue;
-		while ((f = readdir(ndh))) {
-			struct entry *x;
-
-			if (f->d_name[0] == '.' || nfsl_name_check(f->d_name))
-				continue;
-			if (*n == cap) {
-				struct entry *grown = realloc(v, (cap = cap ? 2 * cap : 8) *
-								 sizeof(*grown));
-				if (!grown) {
-					err = -ENOMEM;
-					break;
-				}
-				v = grown;
-			}
-			x = &v[*n];
-			memset(x, 0, sizeof(*x));
-			if (snprintf(x->dir, sizeof(x->dir), "%s/%s", nsdir,
-				     f->d_name) >= (int)sizeof(x->dir) ||
-			    snprintf(x->name, sizeof(x->name), "%s",
-				     f->d_name) >= (int)sizeof(x->name))
-				continue;
-			x->cookie = cookie;
-			(*n)++;
-		}
-		closedir(ndh);
-	}
-	closedir(dh);
-	if (err) {
-		free(v);
-		*n = 0;
+	err = nfsl_domains_collect(&d, n);
+	if (err || !*n)
 		return err;
+	v = calloc(*n, sizeof(*v));
+	if (!v) {
+		free(d);
+		*n = 0;
+		return -ENOMEM;
 	}
-	qsort(v, *n, sizeof(*v), cmp_entries);
+	for (size_t i = 0; i < *n; i++) {
+		memcpy(v[i].dir, d[i].dir, sizeof(v[i].dir));
+		memcpy(v[i].name, d[i].name, sizeof(v[i].name));
+		v[i].cookie = d[i].cookie;
+	}
+	free(d);
 	*out = v;
 	return 0;
 }

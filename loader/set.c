@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfslice set: change a domain's configuration while it runs (issue 10
+ * §3; lib/nfsl/cfg.h): through nfsliced when it serves its socket, on the
+ * pins otherwise; the same change, the same lock and generation either way.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nfslice.h"
+#include "cfg.h"
+#include "ctl.h"
+#include "json_writer.h"
+
+struct set_opts {
+	char *name;
+	__u32 threshold, keep, expiry, ttl, if_gen;
+	bool json;
+};
+
+#define UNSET UINT32_MAX
+static const struct set_opts set_defaults = {
+	.name = "default",
+	.threshold = UNSET,
+	.keep = UNSET,
+	.expiry = UNSET,
+	.ttl = UNSET,
+	.if_gen = UNSET,
+};
+
+static void print(const struct set_opts *o, const struct nfsl_config *cfg, const char *via)
+{
+	struct json_writer jw;
+
+	if (!o->json) {
+		printf("nfslice: domain '%s': threshold %u B, keep %u B, expiry %u, ttl %u ms "
+		       "(configuration generation %u, set through %s)\n",
+		       o->name, cfg->threshold, cfg->keep, cfg->expiry, cfg->ttl_us / 1000,
+		       cfg->cfg_gen, via);
+		return;
+	}
+	jsonw_init(&jw, stdout);
+	jsonw_start_object(&jw);
+	jsonw_string_field(&jw, "name", o->name);
+	jsonw_string_field(&jw, "via", via);
+	jsonw_uint_field(&jw, "gen", cfg->cfg_gen);
+	jsonw_uint_field(&jw, "threshold", cfg->threshold);
+	jsonw_uint_field(&jw, "keep", cfg->keep);
+	jsonw_uint_field(&jw, "expiry", cfg->expiry);
+	jsonw_uint_field(&jw, "ttl_ms", cfg->ttl_us / 1000);
+	jsonw_end_object(&jw);
+}
+
+/* Through the daemon: 1 when none serves the socket, 0 done, -1 failed. */
+static int set_via_daemon(const struct set_opts *o, const struct nfsl_cfg_change *c,
+			  __u64 cookie)
+{
+	struct nfsl_config cfg = {};
+	json_t *req, *resp = NULL, *conf;
+	int err;
+
+	req = json_pack("{s:s,s:I,s:s,s:o}", "op", "set", "netns", (json_int_t)cookie, "name",
+			o->name, "changes", nfsl_ctl_change_json(c));
+	if (req && o->if_gen != UNSET)
+		json_object_set_new(req, "if_gen", json_integer(o->if_gen));
+	if (!req)
+		return nfsl_err("out of memory");
+	err = nfsl_ctl_call(NULL, req, &resp);
+	if (err == -ENOENT || err == -ECONNREFUSED)
+		return 1;
+	if (err)
+		return nfsl_err("nfsliced at %s did not answer: %s", nfsl_ctl_path(),
+				strerror(-err));
+	if (!json_is_true(json_object_get(resp, "ok"))) {
+		err = nfsl_err("%s", json_string_value(json_object_get(resp, "error")) ?:
+					     "nfsliced refused the change");
+		json_decref(resp);
+		return err;
+	}
+	conf = json_object_get(resp, "config");
+	cfg.threshold = json_integer_value(json_object_get(conf, "threshold"));
+	cfg.keep = json_integer_value(json_object_get(conf, "keep"));
+	cfg.expiry = json_integer_value(json_object_get(conf, "expiry"));
+	cfg.ttl_us = json_integer_value(json_object_get(conf, "ttl_ms")) * 1000;
+	cfg.cfg_gen = json_integer_value(json_object_get(resp, "gen"));
+	print(o, &cfg, "nfsliced");
+	json_decref(resp);
+	return 0;
+}
+
+static int run_set(void *p, int argc, char **argv)
+{
+	const struct set_opts *o = p;
+	struct nfsl_cfg_change c = {
+		.has_threshold = o->threshold != UNSET, .threshold = o->threshold,
+		.has_keep = o->keep != UNSET,           .keep = o->keep,
+		.has_expiry = o->expiry != UNSET,       .expiry = o->expiry,
+		.has_ttl = o->ttl != UNSET,             .ttl_ms = o->ttl,
+	};
+	struct nfsl_config cfg;
+	char dir[PATH_MAX], err[512];
+	__u64 cookie;
+	int rc;
+
+	if (!nfsl_cfg_change_any(&c))
+		return nfsl_err("nothing to change: give --threshold, --keep, --expiry or "
+				"--ttl"), NFSL_EXIT_USAGE;
+	rc = nfsl_domain_dir(dir, sizeof(dir), o->name);
+	if (!rc)
+		rc = nfsl_netns_cookie(&cookie);
+	if (rc)
+		return nfsl_err_domain(rc, o->name);
+	rc = set_via_daemon(o, &c, cookie);
+	if (rc <= 0)
+		return rc;
+	rc = nfsl_config_change(dir, &c, o->if_gen != UNSET ? &o->if_gen : NULL, &cfg, err,
+				sizeof(err));
+	if (rc == -ENOENT)
+		return nfsl_err_domain(rc, o->name);
+	if (rc)
+		return nfsl_err("%s", *err ? err : strerror(-rc));
+	print(o, &cfg, "pins");
+	return 0;
+}
+
+#define OFF(f) offsetof(struct set_opts, f)
+static const struct nfsl_opt set_table[] = {
+	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	  .help = "domain name (default: default)" },
+	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535, .metavar = "BYTES",
+	  .help = "slice frames of at least BYTES bytes from the next packet on" },
+	{ "keep", NFSL_OPT_U32, OFF(keep), 0, NFSL_KEEP_MAX, .metavar = "BYTES",
+	  .help = "payload bytes left after the L4 header (max 192)" },
+	{ "expiry", NFSL_OPT_U32, OFF(expiry), 1, NFSL_MAX_EXPIRY, .metavar = "N",
+	  .help = "allocator wrap-arounds a busy slot survives (1-255)" },
+	{ "ttl", NFSL_OPT_U32, OFF(ttl), 0, NFSL_MAX_TTL_MS, .metavar = "MS",
+	  .help = "evict payloads parked longer than MS ms (nfsliced), 0 = no TTL" },
+	{ "if-gen", NFSL_OPT_U32, OFF(if_gen), 0, UINT32_MAX - 1, .metavar = "GEN",
+	  .help = "change only if the configuration generation is still GEN" },
+	{ "json", NFSL_OPT_FLAG, OFF(json),
+	  .help = "print the configuration as written as one JSON object" },
+	{ NULL },
+};
+
+const struct nfsl_cmd nfsl_cmd_set = {
+	.name = "set",
+	.summary = "change a domain's configuration while it runs",
+	.description =
+		"Changes the threshold, keep, expiry and TTL of a running domain without\n"
+		"detaching it and without losing a parked payload: the splicer finds a\n"
+		"payload through its token and slot alone, so a new threshold or keep\n"
+		"applies from the next packet sliced while the payloads in flight are\n"
+		"spliced as before; a new expiry or TTL applies to every busy slot at\n"
+		"the allocator's or the TTL scan's next visit. When nfsliced serves its\n"
+		"control socket ($NFSLICE_SOCKET, else /run/nfsliced.sock), the change\n"
+		"goes through it; otherwise nfslice writes the pinned config itself.\n"
+		"Either way it takes the host-wide lock and bumps the configuration\n"
+		"generation; with --if-gen GEN it changes nothing when another writer\n"
+		"came first (exit 1: read the generation again and retry; nfslice set\n"
+		"prints it, as nfsliced's get does). Prints the configuration as written\n"
+		"and its generation.",
+	.caps = NFSL_CAPS_READ,
+	.caps_why = "CAP_BPF opens and writes the pinned config, CAP_SYS_ADMIN enters "
+		    "the host's mount namespace",
+	.opts = set_table,
+	.run = run_set,
+	.opts_size = sizeof(struct set_opts),
+	.defaults = &set_defaults,
+};

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfsliced - the nfslice manager: what the datapath cannot do per packet,
+ * for every slicing domain on the host (docs/manager.md; PayloadPark §3.3
+ * evictor, §6.2.3 static slices; UNO §3.3.2 migration).
+ *
+ * One thread, one epoll loop: the control socket and its clients
+ * (lib/nfsl/ctl.h), a signalfd for SIGTERM/SIGINT/SIGHUP, and a timerfd
+ * for periodic work (collecting domains of gone namespaces). It never
+ * detaches anything: on SIGTERM it closes its socket and exits, and the
+ * domains keep slicing and splicing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+
+#include "nfsliced.h"
+#include "caps.h"
+#include "cli.h"
+#include "ctl.h"
+#include "domain.h"
+#include "log.h"
+#include "params.h"
+#include "util.h"
+
+#define MAX_CLIENTS 64
+#define TICK_MS 100
+
+static const char *const levels[] = { "err", "warning", "notice", "info", "debug", NULL };
+static int max_level = MGR_INFO;
+static bool journal;
+
+void mgr_log_setup(int level)
+{
+	max_level = level;
+	/* systemd sets JOURNAL_STREAM when stderr goes to the journal. */
+	journal = getenv("JOURNAL_STREAM") != NULL;
+}
+
+void mgr_log(int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (level > max_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (journal)
+		fprintf(stderr, "<%d>%s\n", level, msg);
+	else
+		fprintf(stderr, MGR_NAME ": %s: %s\n", levels[level - MGR_ERR], msg);
+}
+
+static const struct mgr_opts defaults = {
+	.log_level = 3, /* info */
+	.gc_interval = 10,
+};
+
+#define OFF(f) offsetof(struct mgr_opts, f)
+static const struct nfsl_opt table[] = {
+	{ "socket", NFSL_OPT_STR, OFF(socket), .metavar = "PATH",
+	  .help = "control socket (default $NFSLICE_SOCKET, else " NFSL_CTL_SOCKET ")" },
+	{ "log-level", NFSL_OPT_ENUM, OFF(log_level), .choices = levels, .metavar = "LEVEL",
+	  .help = "least severe syslog level shown: err, warning, notice, info, debug "
+		  "(default info)" },
+	{ "gc-interval", NFSL_OPT_U32, OFF(gc_interval), 0, 86400, .metavar = "SECONDS",
+	  .help = "remove domains of gone network namespaces every SECONDS, 0 never "
+		  "(default 10)" },
+	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400 * 365, .metavar = "SECONDS",
+	  .help = "exit after SECONDS (default: run until SIGTERM or SIGINT)" },
+	{ NULL },
+};
+
+static const char *const env[] = {
+	"NFSLICE_BPFFS", "manage the domains pinned under this bpffs instead of /sys/fs/bpf",
+	"NFSLICE_SOCKET", "control socket path instead of " NFSL_CTL_SOCKET,
+	NULL,
+};
+
+static const struct nfsl_cmd cmd = {
+	.name = "nfsliced",
+	.prog = MGR_NAME,
+	.summary = "manage the slicing domains of the host",
+	.description =
+		"The nfslice manager. It runs in the foreground (under systemd:\n"
+		"nfsliced.service, installed by make install) and manages every\n"
+		"slicing domain on the host, whatever its network namespace, through\n"
+		"their pins under the bpffs. It serves a control socket (mode 0600) that\n"
+		"nfslice uses when it is there (nfslice set; docs/manager.md \"Control\n"
+		"protocol\": one JSON object per line each way), changes domain\n"
+		"configurations at run time under the host-wide lock with a\n"
+		"configuration generation so two writers never race, and removes the\n"
+		"pins of domains whose network namespace is gone (as nfslice gc).\n"
+		"Messages go to stderr with syslog levels (\"<N>\" prefixes when the\n"
+		"journal reads them). SIGTERM or SIGINT: it closes its socket and\n"
+		"exits 0, leaving every domain slicing and splicing; nothing it does is\n"
+		"needed for a packet to be sliced or spliced correctly. Exit 0 on a\n"
+		"stop signal or after --duration, 1 when it cannot start (another\n"
+		"nfsliced on the socket, no bpffs), 2 on bad arguments.",
+	.opts = table,
+	.opts_size = sizeof(struct mgr_opts),
+	.defaults = &defaults,
+	.caps = NFSL_CAP(CAP_BPF) | NFSL_CAP(CAP_SYS_ADMIN),
+	.caps_why = "read and write the domains' pinned maps",
+	.env = env,
+	.see_also = "nfslice(8), systemd.service(5)",
+};
+
+struct client {
+	int fd;
+	struct nfsl_ctl_buf buf;
+};
+
+static struct client clients[MAX_CLIENTS];
+
+/* Bind the control socket at @path: refuse if a daemon answers there,
+ * replace a stale socket file. Returns the listening fd or -1. */
+static int listen_at(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd, probe;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		mgr_log(MGR_ERR, "--socket '%s' is longer than %zu bytes: give a shorter path",
+			path, sizeof(a.sun_path) - 1);
+		return -1;
+	}
+	probe = nfsl_ctl_connect(path);
+	if (probe >= 0) {
+		close(probe);
+		mgr_log(MGR_ERR, "another nfsliced serves %s: stop it first (systemctl stop "
+			"nfsliced) or give --socket another path", path);
+		return -1;
+	}
+	unlink(path); /* a stale socket left by a killed daemon */
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(path, 0600) ||
+	    listen(fd, 16)) {
+		mgr_log(MGR_ERR, "cannot serve %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void drop_client(int ep, struct client *c)
+{
+	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	nfsl_ctl_buf_free(&c->buf);
+	c->fd = -1;
+}
+
+static void accept_client(int ep, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct client *c = NULL;
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < MAX_CLIENTS && !c; i++)
+		if (clients[i].fd < 0)
+			c = &clients[i];
+	if (!c) {
+		json_t *r = nfsl_ctl_error(NFSL_EXIT_FAIL, "nfsliced serves %d clients at "
+					   "once: retry", MAX_CLIENTS);
+
+		nfsl_ctl_send(fd, r);
+		json_decref(r);
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	ev.data.ptr = c;
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* A client's request, or its end. One request per readable event: the
+ * socket is blocking, and a request is one line written at once. */
+static void serve_client(int ep, struct client *c)
+{
+	json_t *req, *resp;
+	int err = nfsl_ctl_recv(c->fd, &c->buf, &req);
+
+	if (err == -EBADMSG) {
+		resp = nfsl_ctl_error(NFSL_EXIT_USAGE,
+				      "a request is one JSON object on one line (docs/manager.md)");
+		nfsl_ctl_send(c->fd, resp);
+		json_decref(resp);
+	}
+	if (err) {
+		drop_client(ep, c);
+		return;
+	}
+	resp = mgr_handle(req);
+	mgr_log(MGR_DEBUG, "op %s: %s", json_string_value(json_object_get(req, "op")),
+		json_is_true(json_object_get(resp, "ok")) ? "ok" :
+		json_string_value(json_object_get(resp, "error")));
+	if (!resp || nfsl_ctl_send(c->fd, resp))
+		drop_client(ep, c);
+	json_decref(resp);
+	json_decref(req);
+}
+
+static int add_fd(int ep, int fd, void *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int tag_listen, tag_signal, tag_timer;
+
+static int run(const struct mgr_opts *o, const char *path)
+{
+	int ep = -1, lfd = -1, sfd = -1, tfd = -1, rc = 1;
+	struct itimerspec tick = { .it_interval.tv_nsec = TICK_MS * 1000000L,
+				   .it_value.tv_nsec = TICK_MS * 1000000L };
+	__u64 start = nfsl_now_ns(), next_gc = start;
+	sigset_t sigs;
+
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		clients[i].fd = -1;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	lfd = listen_at(path);
+	if (lfd < 0)
+		goto out;
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (ep < 0 || sfd < 0 || tfd < 0 || timerfd_settime(tfd, 0, &tick, NULL) ||
+	    add_fd(ep, lfd, &tag_listen) || add_fd(ep, sfd, &tag_signal) ||
+	    add_fd(ep, tfd, &tag_timer)) {
+		mgr_log(MGR_ERR, "cannot set up the event loop: %s", strerror(errno));
+		goto out;
+	}
+	mgr_log(MGR_NOTICE, "serving %s (bpffs %s)", path, nfsl_bpffs());
+	for (;;) {
+		struct epoll_event ev[16];
+		int n = epoll_wait(ep, ev, 16, -1);
+
+		if (n < 0 && errno != EINTR) {
+			mgr_log(MGR_ERR, "epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			void *tag = ev[i].data.ptr;
+
+			if (tag == &tag_listen) {
+				accept_client(ep, lfd);
+			} else if (tag == &tag_signal) {
+				struct signalfd_siginfo si;
+
+				if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+					mgr_log(MGR_NOTICE, "%s: stopping; the domains keep "
+						"working", strsignal(si.ssi_signo));
+					rc = 0;
+					goto out;
+				}
+			} else if (tag == &tag_timer) {
+				__u64 exp, now = nfsl_now_ns();
+
+				if (read(tfd, &exp, sizeof(exp)) < 0)
+					continue;
+				if (o->duration && now - start >= o->duration * 1000000000ull) {
+					rc = 0;
+					goto out;
+				}
+				if (o->gc_interval && now >= next_gc) {
+					int r = mgr_gc();
+
+					if (r < 0)
+						mgr_log(MGR_WARNING, "collecting domains: %s",
+							strerror(-r));
+					next_gc = now + o->gc_interval * 1000000000ull;
+				}
+			} else {
+				serve_client(ep, tag);
+			}
+		}
+	}
+out:
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (clients[i].fd >= 0)
+			drop_client(ep, &clients[i]);
+	if (lfd >= 0) {
+		close(lfd);
+		unlink(path);
+	}
+	if (tfd >= 0)
+		close(tfd);
+	if (sfd >= 0)
+		close(sfd);
+	if (ep >= 0)
+		close(ep);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	char names[128];
+	struct mgr_opts o;
+	int first, err;
+
+	err = nfsl_cmd_parse(&cmd, argc, argv, &o, &first);
+	if (err)
+		return err > 0 ? 0 : NFSL_EXIT_USAGE;
+	mgr_log_setup(MGR_ERR + o.log_level);
+	if (nfsl_caps_missing(cmd.caps, names, sizeof(names))) {
+		mgr_log(MGR_ERR, "missing capabilit%s %s (%s): run it as root or with "
+			"AmbientCapabilities= of nfsliced.service", strchr(names, ',') ? "ies" : "y",
+			names, cmd.caps_why);
+		return NFSL_EXIT_FAIL;
+	}
+	err = nfsl_bpffs_enter();
+	if (err && err != -ENOENT && err != -EACCES) {
+		mgr_log(MGR_ERR, "cannot reach the host's bpffs: %s", strerror(-err));
+		return NFSL_EXIT_FAIL;
+	}
+	nfsl_log_init(NFSL_LOG_WARN);
+	return run(&o, o.socket ? o.socket : nfsl_ctl_path());
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* nfsliced: what its files share (docs/manager.md). */
+#ifndef NFSLICED_H
+#define NFSLICED_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include <jansson.h>
+
+#define MGR_NAME "nfsliced"
+
+/* syslog(3) levels, as the --log-level option and the journal know them. */
+enum mgr_level { MGR_ERR = 3, MGR_WARNING = 4, MGR_NOTICE = 5, MGR_INFO = 6, MGR_DEBUG = 7 };
+
+struct mgr_opts {
+	char *socket;      /* control socket path */
+	int log_level;     /* index into mgr_levels[] */
+	__u32 gc_interval; /* s between collections of gone namespaces' domains, 0 off */
+	__u32 duration;    /* s, 0 = until SIGTERM/SIGINT (for tests) */
+};
+
+/*
+ * mgr_log - one message at syslog @level: "<N>MESSAGE" under systemd (the
+ * journal takes the level from the prefix, SyslogLevelPrefix), else
+ * "nfsliced: LEVEL: MESSAGE", on stderr; only if @level is at or above
+ * --log-level.
+ */
+void mgr_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mgr_log_setup(int max_level);
+
+/*
+ * mgr_handle - answer one control request (ctl.h ops). Returns the
+ * response (never NULL but on out-of-memory); the caller sends and frees
+ * it.
+ */
+json_t *mgr_handle(json_t *req);
+
+/*
+ * mgr_gc - remove the pins of every domain whose network namespace is gone
+ * (its namespace probe says so), under the host-wide lock, as nfslice gc
+ * does. Returns the domains removed, or -errno.
+ */
+int mgr_gc(void);
+
+#endif /* NFSLICED_H */

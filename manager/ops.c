@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfsliced's control operations (lib/nfsl/ctl.h): ping, list, get, set;
+ * and the collection of domains whose network namespace is gone.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nfsliced.h"
+#include "cfg.h"
+#include "cli.h"
+#include "ctl.h"
+#include "domains.h"
+#include "version.h"
+
+/* The domain a request names: "netns" (cookie) and "name" into @dir. */
+static json_t *req_domain(json_t *req, char *dir, size_t len)
+{
+	json_t *ns = json_object_get(req, "netns");
+	const char *name = json_string_value(json_object_get(req, "name"));
+	int err;
+
+	if (!json_is_integer(ns) || !name)
+		return nfsl_ctl_error(NFSL_EXIT_USAGE,
+				      "give \"netns\" (the namespace's cookie) and \"name\"");
+	err = nfsl_domain_dir_of(dir, len, json_integer_value(ns), name);
+	if (err == -EINVAL)
+		return nfsl_ctl_error(NFSL_EXIT_USAGE,
+				      "invalid domain name '%s': use 1-63 letters, digits, "
+				      "'_', '-' or '.'", name);
+	if (err)
+		return nfsl_ctl_error(NFSL_EXIT_FAIL, "domain '%s': %s", name, strerror(-err));
+	if (access(dir, F_OK))
+		return nfsl_ctl_error(NFSL_EXIT_FAIL,
+				      "no domain '%s' is attached in that network namespace "
+				      "(ns%lld)", name, (long long)json_integer_value(ns));
+	return NULL;
+}
+
+static json_t *op_ping(json_t *req)
+{
+	struct nfsl_dom_entry *v;
+	size_t n = 0;
+	json_t *r;
+
+	if (!nfsl_domains_collect(&v, &n))
+		free(v);
+	r = nfsl_ctl_ok();
+	json_object_set_new(r, "version", json_string(nfsl_version()));
+	json_object_set_new(r, "proto", json_integer(NFSL_CTL_VERSION));
+	json_object_set_new(r, "pid", json_integer(getpid()));
+	json_object_set_new(r, "domains", json_integer(n));
+	return r;
+}
+
+static json_t *op_list(json_t *req)
+{
+	struct nfsl_dom_entry *v;
+	json_t *r, *a;
+	size_t n;
+	int err = nfsl_domains_collect(&v, &n);
+
+	if (err)
+		return nfsl_ctl_error(NFSL_EXIT_FAIL, "cannot read %s/nfslice: %s", nfsl_bpffs(),
+				      strerror(-err));
+	r = nfsl_ctl_ok();
+	a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:I,s:s,s:s}", "netns",
+						   (json_int_t)v[i].cookie, "name", v[i].name,
+						   "dir", v[i].dir));
+	json_object_set_new(r, "domains", a);
+	free(v);
+	return r;
+}
+
+static json_t *op_get(json_t *req)
+{
+	char dir[PATH_MAX];
+	struct nfsl_domain d;
+	json_t *r = req_domain(req, dir, sizeof(dir));
+	int err;
+
+	if (r)
+		return r;
+	err = nfsl_domain_open_dir(&d, dir);
+	if (err)
+		return nfsl_ctl_error(NFSL_EXIT_FAIL, "cannot open %s: %s", dir, strerror(-err));
+	r = nfsl_ctl_ok();
+	json_object_set_new(r, "config", nfsl_ctl_config_json(&d.cfg));
+	json_object_set_new(r, "gen", json_integer(d.cfg.cfg_gen));
+	nfsl_domain_close(&d);
+	return r;
+}
+
+static json_t *op_set(json_t *req)
+{
+	json_t *gen = json_object_get(req, "if_gen");
+	struct nfsl_cfg_change c;
+	struct nfsl_config cfg;
+	char dir[PATH_MAX], err[512];
+	__u32 if_gen;
+	json_t *r = req_domain(req, dir, sizeof(dir));
+	int rc;
+
+	if (r)
+		return r;
+	if (nfsl_ctl_change_parse(json_object_get(req, "changes"), &c, err, sizeof(err)))
+		return nfsl_ctl_error(NFSL_EXIT_USAGE, "%s", err);
+	if (!nfsl_cfg_change_any(&c))
+		return nfsl_ctl_error(NFSL_EXIT_USAGE, "no change given: \"changes\" is empty");
+	if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0 ||
+		    json_integer_value(gen) > UINT32_MAX))
+		return nfsl_ctl_error(NFSL_EXIT_USAGE, "\"if_gen\" must be a generation number");
+	if_gen = gen ? json_integer_value(gen) : 0;
+	rc = nfsl_config_change(dir, &c, gen ? &if_gen : NULL, &cfg, err, sizeof(err));
+	if (rc == -ERANGE)
+		return nfsl_ctl_error(NFSL_EXIT_USAGE, "%s", err);
+	if (rc)
+		return nfsl_ctl_error(NFSL_EXIT_FAIL, "%s", *err ? err : strerror(-rc));
+	mgr_log(MGR_NOTICE, "%s: configuration generation %u", dir, cfg.cfg_gen);
+	r = nfsl_ctl_ok();
+	json_object_set_new(r, "config", nfsl_ctl_config_json(&cfg));
+	json_object_set_new(r, "gen", json_integer(cfg.cfg_gen));
+	return r;
+}
+
+static const struct {
+	const char *name;
+	json_t *(*run)(json_t *req);
+} ops[] = {
+	{ "ping", op_ping },
+	{ "list", op_list },
+	{ "get", op_get },
+	{ "set", op_set },
+};
+
+json_t *mgr_handle(json_t *req)
+{
+	const char *op = json_string_value(json_object_get(req, "op"));
+
+	for (size_t i = 0; op && i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(op, ops[i].name))
+			return ops[i].run(req);
+	return nfsl_ctl_error(NFSL_EXIT_USAGE, "unknown op '%s': give ping, list, get or set",
+			      op ? op : "(none)");
+}
+
+int mgr_gc(void)
+{
+	struct nfsl_dom_entry *v;
+	int lock, removed = 0;
+	size_t n;
+	int err;
+
+	lock = nfsl_domains_lock();
+	if (lock < 0)
+		return lock;
+	err = nfsl_domains_collect(&v, &n);
+	if (err) {
+		close(lock);
+		return err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		__u64 ino;
+
+		/* Only the probe's word that the namespace is gone counts
+		 * (nfslice gc): a domain without a probe is left alone. */
+		if (nfsl_netns_probe(v[i].dir, &ino) != 0)
+			continue;
+		err = nfsl_domain_remove(v[i].dir);
+		if (err) {
+			mgr_log(MGR_WARNING, "cannot remove %s: %s", v[i].dir, strerror(-err));
+			continue;
+		}
+		mgr_log(MGR_NOTICE, "removed domain '%s' of a network namespace that is gone "
+			"(ns%llu): %s", v[i].name, (unsigned long long)v[i].cookie, v[i].dir);
+		removed++;
+	}
+	free(v);
+	close(lock);
+	return removed;
+}

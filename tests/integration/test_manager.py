@@ -1,0 +1,318 @@
+# SPDX-License-Identifier: GPL-2.0
+"""nfsliced: control protocol, runtime configuration, stop, collection.
+
+The daemon runs on the host (it manages the domains of every namespace)
+with its own control socket in a temporary directory (NFSLICE_SOCKET, so a
+daemon of the host is never involved), and the domain lives in a rig's
+DUT. What is checked (issue 10 §1, §3, §8):
+- the protocol: ping, list, get, set, and its errors (bad line, unknown
+  op, unknown change, no such domain), one JSON object per line;
+- nfslice set through the daemon and, once it stopped, on the pins: the
+  same configuration generation across both, --if-gen refusing a stale
+  writer and changing nothing;
+- a second daemon on the same socket is refused; SIGTERM: exit 0, socket
+  gone, the domain still slices and splices;
+- a domain whose namespace is deleted is removed by the daemon's gc;
+- runtime changes of threshold, keep, expiry and TTL under UDP traffic:
+  every change takes effect at once (threshold above the frame size:
+  nothing more sliced), no datagram truncated or corrupt, no payload
+  stale, no token refused.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+import nftap
+from nfrig import (BPFFS, NFSLICE, PY, ROOT, describe, must, name, poll,
+                   run, settle)
+from nfsltopo import start_process, stop_process
+
+NFSLICED = str(ROOT / "build" / "nfsliced")
+DOMAIN = "mgr"
+SIZE = 1200          # UDP payload bytes: sliced at the default threshold
+RATE = 4000          # datagrams/s
+COUNT = 40000        # more than the test needs: stopped with SIGUSR2
+PORT = 5201          # the rig's ACL forwards UDP 5201
+
+
+class Daemon:
+    """build/nfsliced on the host with a private socket; stderr kept."""
+
+    def __init__(self, tmp, *args):
+        self.sock = str(tmp / "nfsliced.sock")
+        self.log = tmp / "nfsliced.log"
+        self.env = {**os.environ, "NFSLICE_SOCKET": self.sock}
+        self.f = open(self.log, "w")
+        self.p = start_process([NFSLICED, "--socket", self.sock,
+                                "--log-level", "debug", *args], stderr=self.f)
+        try:
+            poll(lambda: os.path.exists(self.sock) or
+                 self.p.poll() is not None, 10, "nfsliced serving its socket")
+            assert self.p.poll() is None, f"nfsliced exited: {self.text()}"
+        except AssertionError:
+            self.stop()
+            raise
+
+    def text(self):
+        return self.log.read_text()
+
+    def call(self, req, raw=None):
+        """One request (or the RAW bytes) on a fresh connection: the
+        response object."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(self.sock)
+            s.sendall(raw if raw is not None else
+                      json.dumps(req).encode() + b"\n")
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                assert chunk, f"nfsliced closed the connection: {buf!r}"
+                buf += chunk
+        return json.loads(buf)
+
+    def stop(self, sig=signal.SIGTERM):
+        """Signal it; its exit status (within 10 s)."""
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            rc = self.p.wait(timeout=10)
+        finally:
+            stop_process(self.p, 5)
+            self.f.close()
+        return rc
+
+
+@pytest.fixture(scope="module")
+def rig(rigs):
+    """A rig whose DUT slices on both veths (domain "mgr")."""
+    rig = rigs(name("mgr"))
+    rig.attach("dut0", "dut1", name=DOMAIN)
+    rig.prime_neighbors()
+    return rig
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path)
+    yield d
+    d.stop()
+
+
+def nfslice_set(rig, env, *args):
+    """nfslice set --name mgr ARGS --json in the DUT; CompletedProcess."""
+    return rig.nfslice("set", "--name", DOMAIN, *args, "--json",
+                       env={**os.environ, **env})
+
+
+def test_protocol(rig, daemon):
+    """ping, list, get, set and the errors of each, exactly."""
+    cookie = rig.cookies["dut"]
+    pong = daemon.call({"op": "ping"})
+    assert pong["ok"] is True and pong["proto"] == 1, pong
+    assert pong["pid"] == daemon.p.pid and pong["domains"] >= 1, pong
+    doms = daemon.call({"op": "list"})["domains"]
+    assert {"netns": cookie, "name": DOMAIN,
+            "dir": str(rig.pin_dir(DOMAIN))} in doms, doms
+    got = daemon.call({"op": "get", "netns": cookie, "name": DOMAIN})
+    assert got["ok"] is True and got["config"]["gen"] == got["gen"], got
+    assert got["config"]["slots"] == 4096 and got["config"]["nparts"] == 1, got
+
+    errors = [
+        (None, b"not json\n", 2, "a request is one JSON object on one line"),
+        ({"op": "frobnicate"}, None, 2, "unknown op 'frobnicate'"),
+        ({"op": "get", "name": DOMAIN}, None, 2, "give \"netns\""),
+        ({"op": "get", "netns": cookie, "name": "nope"}, None, 1,
+         "no domain 'nope' is attached"),
+        ({"op": "get", "netns": cookie, "name": "../x"}, None, 2,
+         "invalid domain name"),
+        ({"op": "set", "netns": cookie, "name": DOMAIN,
+          "changes": {"mtu": 3}}, None, 2, "unknown change 'mtu'"),
+        ({"op": "set", "netns": cookie, "name": DOMAIN,
+          "changes": {"keep": 4000}}, None, 2, "out of range"),
+        ({"op": "set", "netns": cookie, "name": DOMAIN, "changes": {}},
+         None, 2, "no change given"),
+    ]
+    for req, raw, code, msg in errors:
+        r = daemon.call(req, raw)
+        assert r["ok"] is False and r["code"] == code, (req, r)
+        assert msg in r["error"], (req, r)
+    # Nothing changed by the refused requests.
+    assert daemon.call({"op": "get", "netns": cookie,
+                        "name": DOMAIN})["gen"] == got["gen"]
+
+
+def test_set_through_daemon_then_pins(rig, tmp_path):
+    """One generation sequence whoever writes: through the daemon, then
+    (daemon stopped by SIGTERM: exit 0, socket gone) on the pins; a writer
+    with a stale --if-gen changes nothing."""
+    d = Daemon(tmp_path)
+    env = {"NFSLICE_SOCKET": d.sock}
+    try:
+        r1 = json.loads(must(nfslice_set(rig, env, "--threshold", 300)))
+        gen = r1["gen"]
+        assert (r1["via"], r1["threshold"]) == ("nfsliced", 300), r1
+        cp = nfslice_set(rig, env, "--keep", 8, "--if-gen", gen - 1)
+        assert cp.returncode == 1, describe(cp)
+        assert f"changed since generation {gen - 1} (now {gen})" in cp.stdout, \
+            describe(cp)
+        r2 = json.loads(must(nfslice_set(rig, env, "--keep", 8, "--if-gen",
+                                         gen)))
+        assert (r2["via"], r2["gen"], r2["keep"], r2["threshold"]) == \
+            ("nfsliced", gen + 1, 8, 300), r2
+    finally:
+        rc = d.stop()
+    assert rc == 0, d.text()
+    assert not os.path.exists(d.sock)
+    assert "stopping; the domains keep working" in d.text()
+    r3 = json.loads(must(nfslice_set(rig, env, "--expiry", 3, "--ttl", 20,
+                                     "--threshold", 256, "--keep", 0)))
+    assert (r3["via"], r3["gen"], r3["expiry"], r3["ttl_ms"]) == \
+        ("pins", gen + 2, 3, 20), r3
+    cp = nfslice_set(rig, env, "--expiry", 2, "--if-gen", gen)
+    assert cp.returncode == 1 and "read it again and retry" in cp.stdout, \
+        describe(cp)
+    r4 = json.loads(must(nfslice_set(rig, env, "--expiry", 2, "--ttl", 10)))
+    assert (r4["gen"], r4["expiry"]) == (gen + 3, 2), r4
+
+
+def test_bad_arguments(rig):
+    """Usage errors name the problem, exit 2, change nothing."""
+    for args, msg in ((["--keep", 500], "--keep"),
+                      (["--expiry", 0], "--expiry"),
+                      ([], "nothing to change")):
+        cp = rig.nfslice("set", "--name", DOMAIN, *args)
+        assert cp.returncode == 2 and msg in cp.stderr, describe(cp)
+    cp = run([NFSLICED, "--log-level", "loud"])
+    assert cp.returncode == 2 and "--log-level" in cp.stderr, describe(cp)
+
+
+def test_second_daemon_refused(daemon):
+    """Another nfsliced on the same socket exits 1 and says why; the first
+    keeps serving."""
+    cp = run([NFSLICED, "--socket", daemon.sock], timeout=10)
+    assert cp.returncode == 1, describe(cp)
+    assert f"another nfsliced serves {daemon.sock}" in cp.stderr, describe(cp)
+    assert daemon.call({"op": "ping"})["ok"] is True
+
+
+def test_gc_removes_gone_namespace(tmp_path):
+    """A domain whose namespace is deleted is removed by the daemon (its
+    namespace probe says the namespace is gone); the log says so."""
+    ns = name("mgrgc")
+    d = Daemon(tmp_path, "--gc-interval", "1")
+    pins = None
+    try:
+        must(run(["ip", "netns", "add", ns]))
+        must(run(["ip", "-n", ns, "link", "add", "g0", "type", "veth",
+                  "peer", "name", "g1"]))
+        must(run(["ip", "-n", ns, "link", "set", "g0", "up"]))
+        must(run(["ip", "netns", "exec", ns, NFSLICE, "attach", "--name",
+                  "gone", "g0"]))
+        cookie = int(must(run(["ip", "netns", "exec", ns, PY, "-c",
+                               "import socket; s = socket.socket(); print("
+                               "int.from_bytes(s.getsockopt(socket."
+                               "SOL_SOCKET, 71, 8), 'little'))"])))
+        pins = BPFFS / "nfslice" / f"ns{cookie}" / "gone"
+        assert pins.is_dir()
+        must(run(["ip", "netns", "del", ns]))
+        poll(lambda: not pins.exists(), 15, f"{pins} removed by nfsliced")
+        assert f"removed domain 'gone' of a network namespace that is gone " \
+               f"(ns{cookie})" in d.text(), d.text()
+    finally:
+        d.stop()
+        run(["ip", "netns", "del", ns])
+        if pins is not None and pins.exists():
+            run(["rm", "-rf", str(pins)])
+
+
+def udp_endpoints(rig):
+    """Checked UDP (nftap.py udp): the server receives flow 1 from the
+    client. (client, server) Popens, both ready; the client starts on
+    SIGUSR1."""
+    procs = []
+    for role, args in (("srv", ["--bind", f"{rig.env['SRV_IP4']},{PORT}",
+                                "--expect", "1"]),
+                       ("cli", ["--flow", f"1,{rig.env['CLI_IP4']},"
+                                f"{rig.env['SRV_IP4']},{PORT}"])):
+        p = rig.spawn(role, PY, str(nftap.HERE), "udp", "--size", SIZE,
+                      "--count", COUNT, "--rate", RATE, *args,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = nftap.Lab.readline(p, 10)
+        assert line.strip() == "ready", (line, p.args)
+        procs.append(p)
+    return procs[1], procs[0]
+
+
+def sliced(rig):
+    return rig.stats(DOMAIN)["sliced"]
+
+
+def test_reconfigure_under_traffic(rig, daemon):
+    """threshold, keep, expiry and TTL changed through the daemon while
+    4000 datagrams/s of 1200 B cross the DUT: each change holds at once,
+    nothing truncated, corrupt, stale or refused."""
+    cookie = rig.cookies["dut"]
+
+    def change(**ch):
+        r = daemon.call({"op": "set", "netns": cookie, "name": DOMAIN,
+                         "changes": ch})
+        assert r["ok"] is True, r
+        return r
+
+    change(threshold=256, keep=0, expiry=2, ttl_ms=10)
+    before = rig.stats(DOMAIN)
+    cli, srv = udp_endpoints(rig)
+    try:
+        os.killpg(cli.pid, signal.SIGUSR1)
+        s0 = sliced(rig)
+        poll(lambda: sliced(rig) >= s0 + 500, 10, "500 datagrams sliced")
+        for ch in ({"keep": 64}, {"expiry": 5}, {"ttl_ms": 50},
+                   {"keep": 0, "expiry": 1}):
+            change(**ch)
+            s0 = sliced(rig)
+            poll(lambda: sliced(rig) >= s0 + 300, 10,
+                 f"300 datagrams sliced after {ch}")
+        # Above the frame size: nothing more is sliced, from now on.
+        change(threshold=9000)
+        s_stop = settle(lambda: sliced(rig), timeout=3)
+        small0 = rig.stats(DOMAIN)["skipped_small"]
+        poll(lambda: rig.stats(DOMAIN)["skipped_small"] >= small0 + 500, 10,
+             "500 datagrams passed below the new threshold")
+        assert sliced(rig) == s_stop
+        change(threshold=256)
+        poll(lambda: sliced(rig) >= s_stop + 300, 10,
+             "slicing again after threshold 256")
+        os.killpg(cli.pid, signal.SIGUSR2)
+        rep_cli, rep_srv = _finish(cli), _finish(srv)
+    finally:
+        for p in (cli, srv):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    after = settle(lambda: rig.stats(DOMAIN))
+    got = nftap.summarize(rep_srv, [1])
+    sent = rep_cli["sent"]["1"]
+    numbers = f"sent {sent}, received {got}, stats {after}"
+    assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
+    assert got["good"] >= 0.99 * sent, numbers
+    for k in ("stale", "bad_token", "replayed", "too_big"):
+        assert after[k] == before[k], numbers
+    assert after["evicted"] == before["evicted"], numbers
+
+
+def _finish(p, timeout=20):
+    """P's last JSON line once it exits (SIGTERM after TIMEOUT s)."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"{p.args}: no report: {out!r} {err[-800:]!r}")
