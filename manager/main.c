@@ -68,6 +68,7 @@ void mgr_log(int level, const char *fmt, ...)
 static const struct mgr_opts defaults = {
 	.log_level = 3, /* info */
 	.gc_interval = 10,
+	.metrics_port = 9470,
 };
 
 #define OFF(f) offsetof(struct mgr_opts, f)
@@ -80,6 +81,9 @@ static const struct nfsl_opt table[] = {
 	{ "gc-interval", NFSL_OPT_U32, OFF(gc_interval), 0, 86400, .metavar = "SECONDS",
 	  .help = "remove domains of gone network namespaces every SECONDS, 0 never "
 		  "(default 10)" },
+	{ "metrics-port", NFSL_OPT_U32, OFF(metrics_port), 0, 65535, .metavar = "PORT",
+	  .help = "serve Prometheus metrics on http://127.0.0.1:PORT/metrics, 0 off "
+		  "(default 9470)" },
 	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400 * 365, .metavar = "SECONDS",
 	  .help = "exit after SECONDS (default: run until SIGTERM or SIGINT)" },
 	{ NULL },
@@ -104,7 +108,9 @@ static const struct nfsl_cmd cmd = {
 		"protocol\": one JSON object per line each way), changes domain\n"
 		"configurations at run time under the host-wide lock with a\n"
 		"configuration generation so two writers never race, and removes the\n"
-		"pins of domains whose network namespace is gone (as nfslice gc).\n"
+		"pins of domains whose network namespace is gone (as nfslice gc), and\n"
+		"serves every domain's counters, occupancy and configuration in the\n"
+		"Prometheus text format on a loopback HTTP port (--metrics-port).\n"
 		"Messages go to stderr with syslog levels (\"<N>\" prefixes when the\n"
 		"journal reads them). SIGTERM or SIGINT: it closes its socket and\n"
 		"exits 0, leaving every domain slicing and splicing; nothing it does is\n"
@@ -210,6 +216,7 @@ static void serve_client(int ep, struct client *c)
 		return;
 	}
 	resp = mgr_handle(req);
+	atomic_fetch_add(&mgr_requests, 1);
 	mgr_log(MGR_DEBUG, "op %s: %s", json_string_value(json_object_get(req, "op")),
 		json_is_true(json_object_get(resp, "ok")) ? "ok" :
 		json_string_value(json_object_get(resp, "error")));
@@ -255,7 +262,15 @@ static int run(const struct mgr_opts *o, const char *path)
 		mgr_log(MGR_ERR, "cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
-	mgr_log(MGR_NOTICE, "serving %s (bpffs %s)", path, nfsl_bpffs());
+	if (o->metrics_port && mgr_metrics_start(o->metrics_port)) {
+		mgr_log(MGR_ERR, "cannot serve metrics on 127.0.0.1:%u (taken?): give "
+			"--metrics-port another port, or 0 for none", o->metrics_port);
+		goto out;
+	}
+	mgr_log(MGR_NOTICE, "serving %s (bpffs %s)%s", path, nfsl_bpffs(),
+		o->metrics_port ? "" : ", no metrics");
+	if (o->metrics_port)
+		mgr_log(MGR_NOTICE, "metrics on http://127.0.0.1:%u/metrics", o->metrics_port);
 	for (;;) {
 		struct epoll_event ev[16];
 		int n = epoll_wait(ep, ev, 16, -1);
@@ -293,6 +308,8 @@ static int run(const struct mgr_opts *o, const char *path)
 					if (r < 0)
 						mgr_log(MGR_WARNING, "collecting domains: %s",
 							strerror(-r));
+					else
+						atomic_fetch_add(&mgr_gc_removed, r);
 					next_gc = now + o->gc_interval * 1000000000ull;
 				}
 			} else {
@@ -301,6 +318,7 @@ static int run(const struct mgr_opts *o, const char *path)
 		}
 	}
 out:
+	mgr_metrics_stop();
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].fd >= 0)
 			drop_client(ep, &clients[i]);

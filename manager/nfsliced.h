@@ -16,6 +16,7 @@ struct mgr_opts {
 	char *socket;      /* control socket path */
 	int log_level;     /* index into mgr_levels[] */
 	__u32 gc_interval; /* s between collections of gone namespaces' domains, 0 off */
+	__u32 metrics_port; /* loopback TCP port of /metrics, 0 off */
 	__u32 duration;    /* s, 0 = until SIGTERM/SIGINT (for tests) */
 };
 
@@ -41,5 +42,17 @@ json_t *mgr_handle(json_t *req);
  * does. Returns the domains removed, or -errno.
  */
 int mgr_gc(void);
+
+/*
+ * mgr_metrics_start - serve the Prometheus text format on
+ * http://127.0.0.1:@port/metrics from libmicrohttpd's thread (metrics.c).
+ * Returns 0 or -errno (-EADDRINUSE: the port is taken).
+ */
+int mgr_metrics_start(unsigned int port);
+void mgr_metrics_stop(void);
+
+/* What the daemon counts of itself, shown by /metrics. */
+#include <stdatomic.h>
+extern atomic_ulong mgr_requests, mgr_gc_removed;
 
 #endif /* NFSLICED_H */

@@ -20,10 +20,13 @@ DUT. What is checked (issue 10 §1, §3, §8):
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -40,15 +43,41 @@ COUNT = 40000        # more than the test needs: stopped with SIGUSR2
 PORT = 5201          # the rig's ACL forwards UDP 5201
 
 
+def free_port():
+    """A loopback TCP port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port):
+    """GET /metrics: {(metric, netns, domain): value}, and the raw text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                timeout=10) as r:
+        assert r.headers["Content-Type"] == "text/plain; version=0.0.4"
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.fullmatch(r'(\w+)(?:\{netns="(\d+)",domain="([^"]+)"\})? (\d+)',
+                         line)
+        assert m, f"not a sample line: {line!r}"
+        out[(m[1], int(m[2]) if m[2] else None, m[3])] = int(m[4])
+    return out, text
+
+
 class Daemon:
     """build/nfsliced on the host with a private socket; stderr kept."""
 
     def __init__(self, tmp, *args):
         self.sock = str(tmp / "nfsliced.sock")
+        self.port = free_port()
         self.log = tmp / "nfsliced.log"
         self.env = {**os.environ, "NFSLICE_SOCKET": self.sock}
         self.f = open(self.log, "w")
         self.p = start_process([NFSLICED, "--socket", self.sock,
+                                "--metrics-port", str(self.port),
                                 "--log-level", "debug", *args], stderr=self.f)
         try:
             poll(lambda: os.path.exists(self.sock) or
@@ -316,3 +345,40 @@ def _finish(p, timeout=20):
         if line.startswith("{"):
             return json.loads(line)
     raise AssertionError(f"{p.args}: no report: {out!r} {err[-800:]!r}")
+
+
+def test_metrics_match_stats(rig, daemon):
+    """After traffic, /metrics shows every counter of `nfslice stats`
+    with the same value, the occupancy and the configuration; other paths
+    are 404."""
+    cookie = rig.cookies["dut"]
+    cli, srv = udp_endpoints(rig)
+    try:
+        os.killpg(cli.pid, signal.SIGUSR1)
+        s0 = sliced(rig)
+        poll(lambda: sliced(rig) >= s0 + 500, 10, "500 datagrams sliced")
+        os.killpg(cli.pid, signal.SIGUSR2)
+        _finish(cli), _finish(srv)
+    finally:
+        for p in (cli, srv):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    st = settle(lambda: rig.stats(DOMAIN))
+    cfg = daemon.call({"op": "get", "netns": cookie, "name": DOMAIN})["config"]
+    got, text = scrape(daemon.port)
+    counters = [k for k, v in st.items()
+                if isinstance(v, int) and k not in ("slots", "slots_busy")]
+    assert len(counters) >= 20, st
+    for k in counters:
+        assert got[(f"nfslice_{k}_total", cookie, DOMAIN)] == st[k], \
+            (k, st, text)
+    assert got[("nfslice_slots_busy", cookie, DOMAIN)] == st["slots_busy"]
+    assert got[("nfslice_slots", cookie, DOMAIN)] == st["slots"]
+    assert got[("nfslice_threshold_bytes", cookie, DOMAIN)] == cfg["threshold"]
+    assert got[("nfslice_config_generation", cookie, DOMAIN)] == cfg["gen"]
+    assert got[("nfslice_domain_readable", cookie, DOMAIN)] == 1
+    assert got[("nfsliced_requests_total", None, None)] == 1
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/other",
+                               timeout=10)
+    assert e.value.code == 404

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfsliced's metrics: the Prometheus text exposition format (version
+ * 0.0.4) on http://127.0.0.1:PORT/metrics, served by libmicrohttpd's own
+ * thread. Each scrape reads the pins afresh, so what it shows is what
+ * `nfslice stats` shows at that moment: every datapath counter, the store
+ * occupancy and the configuration of every domain on the host, labelled
+ * with the domain's netns cookie and name (docs/manager.md "Metrics").
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <microhttpd.h>
+
+#include "nfsliced.h"
+#include "domains.h"
+
+static struct MHD_Daemon *httpd;
+
+atomic_ulong mgr_requests, mgr_gc_removed, mgr_scrapes;
+
+/* A growing text buffer. */
+struct text {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		if (t->oom)
+			return;
+		va_start(ap, fmt);
+		n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < t->cap - t->len) {
+			t->len += n;
+			return;
+		}
+		t->cap = t->cap ? 2 * t->cap : 65536;
+		t->s = realloc(t->s, t->cap);
+		t->oom = !t->s;
+	}
+}
+
+/* One metric family's header. */
+static void family(struct text *t, const char *name, const char *type, const char *help)
+{
+	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The per-domain samples of every family, family by family (the format
+ * wants one family's samples together). */
+struct dom {
+	struct nfsl_dom_entry e;
+	struct nfsl_domain d;
+	struct nfsl_counters c;
+	__u32 busy;
+	bool ok;
+};
+
+#define LABELS "{netns=\"%llu\",domain=\"%s\"}"
+#define LABEL_ARGS(x) (unsigned long long)(x)->e.cookie, (x)->e.name
+
+static void gauge_u32(struct text *t, struct dom *v, size_t n, const char *name,
+		      const char *help, size_t off)
+{
+	family(t, name, "gauge", help);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ok)
+			put(t, "%s" LABELS " %u\n", name, LABEL_ARGS(&v[i]),
+			    *(const __u32 *)((const char *)&v[i].d.cfg + off));
+}
+
+static void render(struct text *t)
+{
+	struct nfsl_dom_entry *e;
+	struct dom *v;
+	size_t n;
+
+	if (nfsl_domains_collect(&e, &n))
+		n = 0;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		t->oom = true;
+		free(e);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i].e = e[i];
+		v[i].ok = !nfsl_domain_open_dir(&v[i].d, e[i].dir) &&
+			  !nfsl_domain_counters(&v[i].d, &v[i].c) &&
+			  !nfsl_domain_busy_slots(&v[i].d, &v[i].busy);
+	}
+	for (size_t k = 0; k < NFSL_NR_COUNTERS; k++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "nfslice_%s_total", nfsl_counter_names[k]);
+		family(t, name, "counter",
+		       "nfslice datapath counter, summed over CPUs (docs/format.md \"Counters\")");
+		for (size_t i = 0; i < n; i++)
+			if (v[i].ok)
+				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
+				    (unsigned long long)((const __u64 *)&v[i].c)[k]);
+	}
+	family(t, "nfslice_slots_busy", "gauge", "store slots holding a parked payload now");
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ok)
+			put(t, "nfslice_slots_busy" LABELS " %u\n", LABEL_ARGS(&v[i]), v[i].busy);
+	gauge_u32(t, v, n, "nfslice_slots", "store slots of 2 KiB in use",
+		  offsetof(struct nfsl_config, slots));
+	gauge_u32(t, v, n, "nfslice_threshold_bytes", "smallest frame sliced, bytes",
+		  offsetof(struct nfsl_config, threshold));
+	gauge_u32(t, v, n, "nfslice_keep_bytes", "payload bytes left in a sliced packet",
+		  offsetof(struct nfsl_config, keep));
+	gauge_u32(t, v, n, "nfslice_expiry_turns",
+		  "allocator wrap-arounds a busy slot survives (PayloadPark Alg. 1)",
+		  offsetof(struct nfsl_config, expiry));
+	gauge_u32(t, v, n, "nfslice_ttl_microseconds", "TTL of a parked payload, us; 0 off",
+		  offsetof(struct nfsl_config, ttl_us));
+	gauge_u32(t, v, n, "nfslice_config_generation",
+		  "configuration generation, bumped by every runtime change",
+		  offsetof(struct nfsl_config, cfg_gen));
+	family(t, "nfslice_domain_readable", "gauge",
+	       "1 when the domain's pins could be read for this scrape");
+	for (size_t i = 0; i < n; i++)
+		put(t, "nfslice_domain_readable" LABELS " %d\n", LABEL_ARGS(&v[i]), v[i].ok);
+	family(t, "nfsliced_requests_total", "counter", "control requests answered");
+	put(t, "nfsliced_requests_total %lu\n", atomic_load(&mgr_requests));
+	family(t, "nfsliced_gc_removed_total", "counter",
+	       "domains of gone network namespaces removed");
+	put(t, "nfsliced_gc_removed_total %lu\n", atomic_load(&mgr_gc_removed));
+	family(t, "nfsliced_scrapes_total", "counter", "metrics scrapes served");
+	put(t, "nfsliced_scrapes_total %lu\n", atomic_fetch_add(&mgr_scrapes, 1) + 1);
+	for (size_t i = 0; i < n; i++)
+		nfsl_domain_close(&v[i].d);
+	free(v);
+	free(e);
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *data,
+			      size_t *size, void **state)
+{
+	struct MHD_Response *r;
+	struct text t = {};
+	enum MHD_Result ret;
+	unsigned int code = MHD_HTTP_OK;
+
+	if (strcmp(method, "GET")) {
+		put(&t, "only GET /metrics\n");
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+	} else if (strcmp(url, "/metrics")) {
+		put(&t, "nfsliced serves /metrics only\n");
+		code = MHD_HTTP_NOT_FOUND;
+	} else {
+		render(&t);
+	}
+	if (t.oom)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(t.len, t.s, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(t.s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type",
+				code == MHD_HTTP_OK ? "text/plain; version=0.0.4" : "text/plain");
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int mgr_metrics_start(unsigned int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, port, NULL, NULL, answer, NULL,
+				 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
+				 MHD_OPTION_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT,
+				 10U, MHD_OPTION_END);
+	return httpd ? 0 : -EADDRINUSE;
+}
+
+void mgr_metrics_stop(void)
+{
+	if (httpd)
+		MHD_stop_daemon(httpd);
+	httpd = NULL;
+}
