@@ -69,9 +69,7 @@ static __u32 count_nf_ports(const struct nfsl_config *cfg)
 	return n;
 }
 
-/* Pin @map as @dir/@name: created and pinned by the first object loaded,
- * reused by every later one. */
-static int pin_at(struct bpf_map *map, const char *dir, const char *name)
+int pin_at(struct bpf_map *map, const char *dir, const char *name)
 {
 	char path[PATH_MAX + 32];
 
@@ -79,8 +77,7 @@ static int pin_at(struct bpf_map *map, const char *dir, const char *name)
 	return bpf_map__set_pin_path(map, path);
 }
 
-/* Point the four maps of @obj at the domain's pins (one store). */
-static int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
+int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
 			   __u32 slots)
 {
 	int err;
@@ -92,12 +89,6 @@ static int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
 	}
 	return bpf_map__set_max_entries(maps[0], slots);
 }
-
-#define SKEL_MAPS(skel)                                                        \
-	((struct bpf_map *const[4]){ (skel)->maps.nfsl_store,                  \
-				     (skel)->maps.nfsl_config,                 \
-				     (skel)->maps.nfsl_counters,               \
-				     (skel)->maps.nfsl_cursor })
 
 static int write_config(const char *dir, const struct nfsl_config *cfg)
 {

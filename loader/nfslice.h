@@ -39,6 +39,19 @@ int nfsl_err_domain(int err, const char *name);
 	"CAP_BPF opens the pinned maps, CAP_SYS_ADMIN reads the attached programs " \
 	"by id and enters namespaces"
 
+/* pin_at - pin @map as @dir/@name: created and pinned by the first
+ * object loaded, reused by every later one (attach, repair, upgrade).
+ * use_domain_maps - point the four shared maps of an object (SKEL_MAPS)
+ * at the domain's pins, the store sized @slots. Return 0 or -errno. */
+struct bpf_map;
+int pin_at(struct bpf_map *map, const char *dir, const char *name);
+int use_domain_maps(struct bpf_map *const maps[4], const char *dir, __u32 slots);
+#define SKEL_MAPS(skel)                                                        \
+	((struct bpf_map *const[4]){ (skel)->maps.nfsl_store,                  \
+				     (skel)->maps.nfsl_config,                 \
+				     (skel)->maps.nfsl_counters,               \
+				     (skel)->maps.nfsl_cursor })
+
 /* Name of the XDP program in the dispatcher, to find ours again. */
 #define NFSL_SLICER_PROG "nfsl_slicer"
 
