@@ -370,12 +370,17 @@ def test_metrics_match_stats(rig, daemon):
     st = settle(lambda: rig.stats(DOMAIN))
     cfg = daemon.call({"op": "get", "netns": cookie, "name": DOMAIN})["config"]
     got, text = scrape(daemon.port)
+    st2 = rig.stats(DOMAIN)
     counters = [k for k, v in st.items()
                 if isinstance(v, int) and k not in ("slots", "slots_busy")]
     assert len(counters) >= 20, st
+    # Stray frames (IPv6 neighbour discovery: unparsed) may move a counter
+    # between the reads: the scrape lies within the stats around it, and
+    # is equal to them where they agree.
     for k in counters:
-        assert got[(f"nfslice_{k}_total", cookie, DOMAIN)] == st[k], \
-            (k, st, text)
+        assert st[k] <= got[(f"nfslice_{k}_total", cookie, DOMAIN)] <= st2[k], \
+            (k, st, st2, text)
+    assert st["sliced"] == st2["sliced"] and st["spliced"] == st2["spliced"]
     assert got[("nfslice_slots_busy", cookie, DOMAIN)] == st["slots_busy"]
     assert got[("nfslice_slots", cookie, DOMAIN)] == st["slots"]
     assert got[("nfslice_threshold_bytes", cookie, DOMAIN)] == cfg["threshold"]
@@ -389,7 +394,7 @@ def test_metrics_match_stats(rig, daemon):
 
 
 HTTP_PORT = 8080     # the rig's ACL forwards TCP 8080
-FILE_BYTES = 16 * 1024 * 1024
+FILE_BYTES = 24 * 1024 * 1024
 
 
 def prog_ids(rig):
@@ -400,7 +405,7 @@ def prog_ids(rig):
 
 
 def test_upgrade_under_traffic(rig, tmp_path):
-    """Three upgrades while UDP flows and a 16 MB download runs: each
+    """Three upgrades while UDP flows and a 24 MB download runs: each
     swaps every program (new ids), the counters go on, nothing is
     truncated, corrupt or lost unaccounted, the file arrives intact, and
     no payload is stale, replayed or refused."""
@@ -415,7 +420,9 @@ def test_upgrade_under_traffic(rig, tmp_path):
     ids = [prog_ids(rig)]
     cli, srv = udp_endpoints(rig)
     out = tmp_path / "blob"
-    # A slow download (2 MB/s), so the upgrades happen during it.
+    # A slow download (2 MB/s: about 12 s), so the upgrades (4-5 s)
+    # happen during it.
+    t0 = time.monotonic()
     curl = rig.spawn("cli", "curl", "-sS", "--fail", "--max-time", "60",
                      "--limit-rate", "2M", "-o", out,
                      f"http://{rig.env['SRV_IP4']}:{HTTP_PORT}/blob",
@@ -431,7 +438,9 @@ def test_upgrade_under_traffic(rig, tmp_path):
             ids.append(prog_ids(rig))
         s0 = sliced(rig)
         poll(lambda: sliced(rig) >= s0 + 1000, 10, "sliced after upgrade")
-        assert curl.poll() is None, "the download ended before the upgrades"
+        assert curl.poll() is None, \
+            f"the download ended before the upgrades: after " \
+            f"{time.monotonic() - t0:.1f} s, {out.stat().st_size} B"
         os.killpg(cli.pid, signal.SIGUSR2)
         rep_cli, rep_srv = _finish(cli), _finish(srv)
         assert curl.wait(timeout=60) == 0, curl.stderr.read()
