@@ -1,0 +1,1236 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""exp_nf.py — lib/nf's NFs and chains in nfslice-nf with slicing, inline
+and park (issue 9 "Performance"; PayloadPark §6.1, §6.2.4 Fig. 12;
+NFSlicer §VI-C; docs/benchmarks-nf.md).
+
+usage: bench/exp_nf.py [--quick] [--runs N] [--out DIR] [--parts P ...]
+                       [--modes inline|park ...] [--nfs NF ...]
+                       [--sizes B ...] [--slicing off|on ...] [--rps]
+                       [--link-rate RATE] [--drops PCT ...]
+                       [--expiries E ...] [--notices off|on ...]
+
+Two rigs, the generator (nfslice-pktgen, XDP live frames) on --gen-cpu,
+nfslice-nf (--rx privring, one worker) on --nf-cpu; namespaces named
+nfbn-<random>-*, removed at the end, also on an error, SIGINT or SIGTERM:
+
+  inline  exp_xsk.py's 1q rig: pktgen -> veth g0|d0 -> nfslice-nf on d0,
+          which sends every frame back to an XDP sink on g0 that counts
+          it (delivered). Sliced: `nfslice attach --name DOMAIN --slots
+          --slots d0` and nfslice-nf --name DOMAIN: the NF gets the sliced
+          headers and splices them before it sends (inline splice).
+  park    scripts/topo_park.sh --nf-xsk: pktgen (cli) -> slicing host
+          (slc: XDP slicer on slc0/slc1, tc splicer on their egress) ->
+          link slcnf|nf0, shaped both ways (tbf; the NF -> slicer
+          direction through an IFB) -> NF server (nf): nfslice-nf on nf0,
+          no --name, knows nothing of the store -> back over the link ->
+          the slicing host splices -> srv0 (its rx counter: delivered).
+          Sliced: `nfslice attach --nf-port slcnf slc0 slc1`; unsliced: a
+          bare xdp_pass on slc0 and slc1 (both runs pay veth's XDP path).
+The NF is CHAIN,l2fwd (l2fwd alone for l2fwd): l2fwd swaps the MACs so
+the frame goes back where it came from. fw: --rules N rules of
+scripts/fwgen.py (seed 1), default allow; the first rule matching the
+benchmark's flows (fwgen.py's linear first match) denies them, so its
+action is turned to allow (still 10,000 rules, the flows classified by a
+generated rule). nat: --ext-ip an address the server has no route to (it
+sends no ICMP back). lb: 8 backends in the server's subnet (park: static
+neighbour entries on the slicing host), no VIP. qos: CIR 100 Gbit/s,
+CBS = EBS = 1 MB, red=mark: metered, never dropped.
+
+Every trial runs against one running nfslice-nf (1 s JSON reports), its
+traffic right after a report, closed by the first report >= 0.25 s after
+it, so NF counters, the slicer's (nfslice stats), the link's qdiscs and
+the receiver's counter all cover the trial, drained. loss = 1 - delivered
+/ expected (frames sent, minus the frames of denied flows in fig12). A
+loss-free rate (NDR, loss < 0.1%, PayloadPark's "healthy") comes from an
+unpaced probe of 1 s (its delivered share x its rate x 1.25 bounds the
+search from above; by bytes when an unsliced probe lost frames in the
+shaper, which drops big frames first) and a geometric bisection of
+--bisect paced trials (default 6) between that bound / --span and it (one
+step: x1.03 after 6 trials). A probe that loses nothing is repeated once;
+if neither loses, the NDR is the faster one's rate, the generator's own
+speed with that receive path on its CPU ("generator-bound"). A failed
+trial is repeated once at the same rate, at most twice per NDR (bursts of
+other people's work on this shared 2-vCPU machine); a sliced trial after a
+failed one (every sliced fig12 trial) is preceded by a flush: 1.25 x expiry
+x partition slots frames at the lower bracket's rate, so payloads the
+previous trial lost have expired (PayloadPark Alg. 1) and the store is in
+the steady state of the current drop ratio. Each result names what limits
+it: the counter that lost the most frames in the first failing trial above
+the NDR (link_to_nf, veth_to_nf, nf_rx_ring_full, nf_rx_dropped, nf_drops,
+link_from_nf, stale, ...), and the counters themselves are in the JSON.
+
+Parts (--parts):
+  ndr     NDR per NF and chain (--nfs), frame size (--sizes: 60 = 64 B on
+          the wire, 1514) and slicing (1514 B only: 60 B is below the
+          threshold), inline and park (park link --ndr-rate, 100gbit:
+          not the limit). Target (NFSlicer §VI-C): in park the NF server
+          takes sliced 1514 B packets at >= 90% of its NDR for unsliced
+          frames of the sliced header's size (58 B; 60 B sent, the
+          generator's and Ethernet's minimum).
+  fig12   PayloadPark Fig. 12 in park, link --link-rate: the chain
+          --fig12-chain (fw,nat: the paper's) on the enterprise mix, the
+          firewall denying --drops % of the --fig12-flows flows (one rule
+          ahead of the 10,000) x --expiries (nfslice attach --expiry) x
+          --notices (nfslice-nf --drop-notice) with --fig12-slots store
+          slots, and unsliced per drop ratio: goodput of the allowed
+          traffic at the server at its NDR.
+  mix     park goodput of fw,nat,lb on the enterprise mix, sliced vs
+          unsliced, link --link-rate (the limit of the unsliced run).
+          Target: sliced / unsliced >= 1.36 (PayloadPark's +36%).
+
+options (rates in frames per second, times in seconds, link rates in tc
+units NUMBER{kbit,mbit,gbit}):
+  --quick           smoke run (about 1 min): park only, fw,nat,lb (60 B,
+                    1514 B, 1514 B sliced); fig12 at 30% drops, expiry 2,
+                    notices off and on; mix; 2 bisection trials
+  --runs N          rounds of every part (default 1)
+  --out DIR         results directory (default bench/results)
+  --parts P ...     ndr fig12 mix (default all; quick all)
+  --modes M ...     inline and/or park for ndr (default both; quick park)
+  --nfs NF ...      l2fwd fw nat lb qos fw,nat,lb (default all; quick
+                    fw,nat,lb)
+  --sizes B ...     60 and/or 1514 (default both)
+  --slicing M ...   off and/or on (default both)
+  --trial S         paced traffic per trial (default 0.6)
+  --bisect K        bisection trials per NDR (default 6; quick 2)
+  --span F          the bisection's range: bound / F .. bound (default 8)
+  --flows N         flows of ndr and mix (default 64)
+  --rules N         firewall rules (default 10000)
+  --rx ARCH         nfslice-nf --rx (default privring; one worker)
+  --ax N, --bx N    nfslice-nf --ax / --bx (defaults 256 / 2048)
+  --busy-poll USEC  nfslice-nf --busy-poll (default 0)
+  --slots N         nfslice attach --slots of ndr and mix (default 16384:
+                    with 4096 headers held in the NF's RX ring outlive
+                    their slots, docs/xsk.md)
+  --ndr-rate RATE   park link of the ndr part (default 100gbit)
+  --rps             park: the slicing host receives what comes back from
+                    the NF server (IFB, shaper, forwarding, splicer) on
+                    --gen-cpu (RPS on slcnf) instead of the NF's CPU, where
+                    veth runs it by default (the AF_XDP transmit's CPU)
+  --link-rate RATE  park link of fig12 and mix (default 50mbit)
+  --drops PCT ...   fig12 denied share of flows (default 0 10 30 50)
+  --expiries E ...  fig12 nfslice attach --expiry (default 1 2 10)
+  --notices M ...   fig12 nfslice-nf --drop-notice off/on (default both)
+  --fig12-chain C   fig12's chain (default fw,nat)
+  --fig12-flows N   fig12 flows (default 100: one per percent)
+  --fig12-slots N   fig12 nfslice attach --slots (default 4096, attach's)
+  --gen-cpu N       the generator's CPU (default 0)
+  --nf-cpu N        nfslice-nf's CPU (default 1)
+  --gen-burst-us U  nfslice-pktgen --burst-us of paced trials (default 1000)
+  --from-json FILE  measure nothing: summarize FILE (an nf.json) again
+
+Outputs in DIR: nf.json (configuration, machine and load, tool hashes,
+every trial with its counters, every NDR, every nfslice-nf session with
+its final report, summary, targets, problems), nf.csv (one row per
+trial), nf_ndr.csv and nf_fig12.csv (the summary tables), nf_ndr.png,
+nf_fig12.png. Needs root, make (build/nfslice-nf, nfslice-pktgen,
+nfslice, .output/xdp_pass.bpf.o, .output/latency_sink.bpf.o), clang, tc,
+bpftool.
+"""
+import argparse
+import ipaddress
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import benchlib as B        # noqa: E402
+import cpustat              # noqa: E402
+import exp_xsk as X         # noqa: E402
+import fwgen                # noqa: E402
+import nfsltopo             # noqa: E402
+from nfsltopo import run    # noqa: E402
+
+NFS = ("l2fwd", "fw", "nat", "lb", "qos", "fw,nat,lb")
+LOSS_MAX = 0.001            # NDR: loss < 0.1%
+RETRIES = 2                 # repeats of failed trials per NDR
+PROBE_HEADROOM = 1.25       # the probe's delivered rate x this bounds the NDR
+FLUSH_FACTOR = 1.25         # flush: this x expiry x partition slots frames
+SPORT = X.SPORT             # flows: source ports SPORT.. (X.DPORT the dest)
+SLICED_HDR = 58             # a sliced 1514 B UDP/IPv4 frame: 42 B + 16 B token
+SMALL = 60                  # the generator's smallest frame (64 B on the wire)
+TARGET_SLICED_VS_SMALL = 0.90
+TARGET_MIX_GAIN = 1.36
+QOS = ["--cir", "100Gbit", "--cbs", "1M", "--ebs", "1M", "--nf-opt", "qos.red=mark"]
+NBACKENDS = 8
+# Addresses: inline as exp_xsk's 1q path, park as topo_park.sh.
+ADDR = {"inline": {"src": X.ADDR["1q"]["src"], "dst": X.ADDR["1q"]["dst"],
+                   "ext": "10.211.9.1", "backend_net": "10.211.2."},
+        "park": {"src": "10.212.1.2", "dst": "10.212.2.2", "ext": "10.212.9.1",
+                 "backend_net": "10.212.2."}}
+
+
+class Interrupted(Exception):
+    pass
+
+
+def log(msg):
+    B.log(msg, "exp_nf")
+
+
+# ------------------------------------------------------------ options --
+def parse(argv):
+    ap = argparse.ArgumentParser(
+        prog="exp_nf.py", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 2)[2])
+    B.add_common_args(ap, "smoke run (about 1 min): park, fw,nat,lb, a reduced "
+                      "fig12, mix", runs=(1, 1))
+    ap.add_argument("--parts", nargs="+", choices=("ndr", "fig12", "mix"))
+    ap.add_argument("--modes", nargs="+", choices=("inline", "park"))
+    ap.add_argument("--nfs", nargs="+", choices=NFS)
+    ap.add_argument("--sizes", nargs="+", type=int, choices=(SMALL, 1514))
+    ap.add_argument("--slicing", nargs="+", choices=("off", "on"))
+    ap.add_argument("--trial", type=float, default=0.6, help="s per paced trial (0.6)")
+    ap.add_argument("--bisect", type=int, help="bisection trials per NDR (6; quick 2)")
+    ap.add_argument("--span", type=float, default=8.0, help="bisection range factor (8)")
+    ap.add_argument("--flows", type=int, default=64, help="flows of ndr and mix (64)")
+    ap.add_argument("--rules", type=int, default=10000, help="firewall rules (10000)")
+    ap.add_argument("--rx", default="privring", choices=X.ARCHS,
+                    help="nfslice-nf --rx (privring)")
+    ap.add_argument("--ax", type=int, default=256, help="fill ring Ax (256)")
+    ap.add_argument("--bx", type=int, default=2048, help="RX ring Bx (2048)")
+    ap.add_argument("--busy-poll", type=int, default=0, metavar="USEC",
+                    help="nfslice-nf --busy-poll (0)")
+    ap.add_argument("--slots", type=int, default=16384,
+                    help="nfslice attach --slots of ndr and mix (16384)")
+    ap.add_argument("--ndr-rate", default="100gbit", help="park link of ndr (100gbit)")
+    ap.add_argument("--link-rate", default="50mbit", help="park link of fig12, mix (50mbit)")
+    ap.add_argument("--rps", action="store_true",
+                    help="park: the slicing host's receive from the NF on --gen-cpu (RPS)")
+    ap.add_argument("--drops", nargs="+", type=int, help="fig12 denied %% (0 10 30 50)")
+    ap.add_argument("--expiries", nargs="+", type=int, help="fig12 expiries (1 2 10)")
+    ap.add_argument("--notices", nargs="+", choices=("off", "on"),
+                    help="fig12 --drop-notice (off on)")
+    ap.add_argument("--fig12-chain", default="fw,nat", help="fig12 chain (fw,nat)")
+    ap.add_argument("--fig12-flows", type=int, default=100, help="fig12 flows (100)")
+    ap.add_argument("--fig12-slots", type=int, default=4096,
+                    help="fig12 nfslice attach --slots (4096)")
+    ap.add_argument("--gen-cpu", type=int, default=0, help="generator CPU (0)")
+    ap.add_argument("--nf-cpu", type=int, default=1, help="nfslice-nf CPU (1)")
+    ap.add_argument("--gen-burst-us", type=int, default=1000, metavar="USEC",
+                    help="nfslice-pktgen --burst-us of paced trials (1000)")
+    ap.add_argument("--seed", type=int, help="seed of the order (default: time)")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="measure nothing: summarize FILE (an nf.json) again")
+    a = ap.parse_args(argv)
+    B.fill_defaults(
+        a, bisect=(6, 2), parts=(["ndr", "fig12", "mix"], ["ndr", "fig12", "mix"]),
+        modes=(["inline", "park"], ["park"]), nfs=(list(NFS), ["fw,nat,lb"]),
+        sizes=([SMALL, 1514], [SMALL, 1514]), slicing=(["off", "on"], ["off", "on"]),
+        drops=([0, 10, 30, 50], [30]), expiries=([1, 2, 10], [2]),
+        notices=(["off", "on"], ["off", "on"]))
+    if not 0.2 <= a.trial <= 1 - X.DRAIN_S - 0.1:
+        ap.error("--trial between 0.2 and 0.65 s (a trial ends before the next report)")
+    if a.runs < 1 or a.bisect < 0 or a.span <= 1 or a.flows < 1 or a.rules < 1:
+        ap.error("--runs >= 1, --bisect >= 0, --span > 1, --flows >= 1, --rules >= 1")
+    if a.fig12_flows < 1 or any(not 0 <= d < 100 for d in a.drops):
+        ap.error("--fig12-flows >= 1, --drops 0..99 (percent)")
+    if any(e < 1 for e in a.expiries):
+        ap.error("--expiries >= 1")
+    for r in (a.ndr_rate, a.link_rate):
+        try:
+            rate_bps(r)
+        except ValueError:
+            ap.error(f"'{r}' is not a tc rate NUMBER{{kbit,mbit,gbit}} (e.g. 50mbit)")
+    online = os.sched_getaffinity(0)
+    for c in (a.gen_cpu, a.nf_cpu):
+        if c not in online:
+            ap.error(f"CPU {c} is not available (have {sorted(online)})")
+    if a.gen_cpu == a.nf_cpu:
+        ap.error("--gen-cpu and --nf-cpu must differ")
+    a.seed = a.seed if a.seed is not None else int(time.time())
+    return a
+
+
+def rate_bps(text):
+    """tc rate NUMBER{bit,kbit,mbit,gbit} -> bit/s (exp_linkrate.py's)."""
+    import exp_linkrate
+    return exp_linkrate.rate_bps(text)
+
+
+# -------------------------------------------------------- NF's files --
+def rule_action(line):
+    return line.split("#", 1)[0].split()[-1]
+
+
+def make_rules(tmp, a):
+    """fwgen.py's --rules rules (seed 1) with the action of every rule
+    that first-matches a flow of this benchmark turned to allow. Returns
+    (path, {"flipped": [rule indexes], "first_match": {addr pair: rules}})."""
+    base = Path(tmp) / "fwgen.rules"
+    run([sys.executable, B.ROOT / "scripts" / "fwgen.py", "rules", "-n", a.rules,
+         "--seed", 1, "-o", base])
+    text = base.read_text().splitlines()
+    idx = [i for i, line in enumerate(text) if line.split("#", 1)[0].strip()]
+    rules = fwgen.read_rules(base)
+    assert len(rules) == len(idx) == a.rules, (len(rules), len(idx))
+    nports = max(a.flows, a.fig12_flows)
+    flipped, firsts = set(), {}
+    for mode, ad in ADDR.items():
+        s, d = ipaddress.ip_address(ad["src"]), ipaddress.ip_address(ad["dst"])
+        hit = {fwgen.first_match(rules, s, d, p, X.DPORT, 17)
+               for p in range(SPORT, SPORT + nports)}
+        firsts[mode] = sorted(hit)
+        flipped |= {i for i in hit if i >= 0 and rule_action(text[idx[i]]) == "deny"}
+    for i in flipped:
+        line = text[idx[i]].split("#", 1)[0].rstrip()
+        text[idx[i]] = line[:line.rfind("deny")] + "allow"
+    out = Path(tmp) / "fw.rules"
+    out.write_text(f"# exp_nf.py: fwgen.py rules -n {a.rules} --seed 1, rules "
+                   f"{sorted(flipped)} (0-based) turned to allow\n" + "\n".join(text) + "\n")
+    return out, {"flipped": sorted(flipped), "first_match": firsts}
+
+
+def deny_rules(tmp, base, ad, ndeny):
+    """BASE with one rule ahead denying the first NDENY flows (PayloadPark
+    Fig. 12: "a single rule"); BASE itself for 0."""
+    if not ndeny:
+        return base
+    out = Path(tmp) / f"fw_deny{ndeny}.rules"
+    out.write_text(f"{ad['src']}/32 {ad['dst']}/32 {SPORT}:{SPORT + ndeny - 1} "
+                   f"{X.DPORT} udp deny\n" + Path(base).read_text())
+    return out
+
+
+def make_backends(tmp, mode):
+    out = Path(tmp) / f"backends_{mode}"
+    out.write_text("".join(f"{ADDR[mode]['backend_net']}{16 + i}\n"
+                           for i in range(NBACKENDS)))
+    return out
+
+
+def nf_args(chain, mode, files, notice=False, rules=None):
+    """nfslice-nf's --nf value and extra options for CHAIN in MODE."""
+    nfs = chain.split(",")
+    x = []
+    if "fw" in nfs:
+        x += ["--rules", rules or files["rules"], "--fw-default", "allow"]
+    if "nat" in nfs:
+        x += ["--ext-ip", ADDR[mode]["ext"]]
+    if "lb" in nfs:
+        x += ["--backends", files[f"backends_{mode}"]]
+    if "qos" in nfs:
+        x += QOS
+    if notice:
+        x.append("--drop-notice")
+    return (chain if chain == "l2fwd" else chain + ",l2fwd"), x
+
+
+def pktgen_cmd(a, ns, dev, ad, traffic, rate, seconds, flows):
+    """nfslice-pktgen in NS out of DEV: TRAFFIC a frame size or "mix"
+    (the enterprise mix); rate 0 = unpaced for whole SECONDS, else
+    --count rate x seconds in --gen-burst-us bursts."""
+    cmd = ["ip", "netns", "exec", ns, X.BIN["pktgen"], "--dev", dev, "--flows", flows,
+           "--src-port", SPORT, "--dst-port", X.DPORT, "--src-ip", ad["src"],
+           "--dst-ip", ad["dst"], "--cpu", a.gen_cpu, "--peer-xdp", "off", "--json"]
+    cmd += ["--mix", B.MIX_ENTERPRISE] if traffic == "mix" else ["--size", traffic]
+    if rate:
+        cmd += ["--rate", int(rate), "--count", max(1, int(rate * seconds)),
+                "--burst-us", a.gen_burst_us]
+    else:
+        cmd += ["--duration", max(1, round(seconds))]
+    return [str(x) for x in cmd]
+
+
+# ---------------------------------------------------------------- rigs --
+class Inline:
+    """exp_xsk's rig, its 1q path: the NF on d0 of the slicing host."""
+    kind = "inline"
+
+    def __init__(self, tag, a, tmp):
+        self.a = a
+        self.rig = X.Rig(tag, a, tmp)
+        self.host = self.rig            # for X.NF and X.run_gens
+        self.domain = None
+
+    def up(self):
+        self.rig.up()
+
+    def down(self):
+        self.rig.down()
+
+    def leftovers(self):
+        return self.rig.leftovers()
+
+    def gen(self, traffic, rate, seconds, flows):
+        return pktgen_cmd(self.a, self.rig.gen, "g0", ADDR["inline"], traffic, rate,
+                          seconds, flows)
+
+    def attach(self):
+        self.domain = self.rig.attach("1q")
+        return self.domain
+
+    def detach(self):
+        self.rig.detach("1q")
+        self.domain = None
+
+    def partition_slots(self):
+        st = json.loads(self.rig.nsx(self.rig.dut, str(X.BIN["nfslice"]), "status",
+                                     "--name", self.domain, "--json").stdout)
+        return st["partition_slots"], st["expiry"]
+
+    def counters(self):
+        s = self.rig.sink_stats("1q")
+        return {"delivered": s["packets"] + s["other"], "delivered_bytes": None,
+                "slicer": self.rig.slice_stats("1q")}
+
+
+class ParkTopo(B.Topo):
+    """benchlib's park Topo with nfslice attach options."""
+
+    def set_slicing(self, sliced, opts=()):
+        if not sliced:
+            self.set_mode(False)
+            return
+        self._clear()
+        self.attach(*map(str, opts))
+        self.mode = "sliced"
+        time.sleep(0.2)                 # links settle after XDP changes
+
+
+class ParkHost:
+    """What X.NF and X.run_gens need of a rig, for the NF server."""
+
+    def __init__(self, topo, a):
+        self.topo, self.a = topo, a
+        self.dut = topo.ns("nf")
+        self.procs = []
+
+    def dut_dev(self, path):
+        return self.topo.env["NF_IF"]
+
+
+class Park:
+    """scripts/topo_park.sh --nf-xsk --rate RATE under PREFIX."""
+    kind = "park"
+
+    def __init__(self, prefix, domain, rate, a):
+        self.a, self.rate = a, rate
+        self.topo = ParkTopo("park", prefix, ["--nf-xsk", "--rate", rate], domain=domain)
+        self.host = None
+        self.domain = None              # nfslice-nf gets no --name in park
+
+    def up(self):
+        self.topo.up()
+        self.topo.tag = None            # no progress lines per command
+        self.host = ParkHost(self.topo, self.a)
+        e = self.topo.env
+        mac = self.topo.mac("srv", e["SRV_IF"])
+        # lb's backends are in the server's subnet: their frames reach srv0
+        for i in range(NBACKENDS):
+            self.topo.exec("slc", "ip", "neigh", "replace",
+                           f"{ADDR['park']['backend_net']}{16 + i}", "lladdr", mac,
+                           "dev", e["SLC_SRV_IF"], "nud", "permanent")
+        if self.a.rps:
+            # what comes back from the NF server is received (IFB, shaper,
+            # forwarding, splicer) on the generator's CPU, not the NF's
+            mask = f"{1 << self.a.gen_cpu:x}"
+            self.topo.exec("slc", "sh", "-c", f"for q in /sys/class/net/{e['SLC_NF_IF']}"
+                           f"/queues/rx-*; do echo {mask} > $q/rps_cpus; done")
+        self.topo.set_slicing(False)
+
+    def down(self):
+        if self.host:
+            for p in list(self.host.procs):
+                try:
+                    nfsltopo.stop_process(p, timeout=3)
+                except Exception:       # noqa: BLE001 (best effort)
+                    pass
+        self.topo.down()
+
+    def leftovers(self):
+        names = set(run(["ip", "netns", "list"], check=False).stdout.split())
+        return [f"namespace {n}" for n in names if n.startswith(self.topo.prefix + "-")]
+
+    def gen(self, traffic, rate, seconds, flows):
+        e = self.topo.env
+        return pktgen_cmd(self.a, self.topo.ns("cli"), e["CLI_IF"], ADDR["park"], traffic,
+                          rate, seconds, flows)
+
+    def partition_slots(self):
+        st = self.topo.status()
+        return st["partition_slots"], st["expiry"]
+
+    def counters(self):
+        t, e = self.topo, self.topo.env
+        srv = t.link("srv", e["SRV_IF"])["rx"]
+        nfl = t.link("slc", e["SLC_NF_IF"])
+        q = {"to_nf": t.qdisc("slc", e["SLC_NF_IF"]), "from_nf": t.qdisc("slc", e["SLC_IFB"])}
+        return {"delivered": srv["packets"], "delivered_bytes": srv["bytes"],
+                "slicer": t.stats() or None,
+                "link": {"slcnf_tx_dropped": nfl["tx"]["dropped"],
+                         "slcnf_tx": nfl["tx"]["packets"], "slcnf_rx": nfl["rx"]["packets"],
+                         **{f"{k}_{f}": v.get(f, 0) for k, v in q.items()
+                            for f in ("packets", "bytes", "drops")}}}
+
+
+# -------------------------------------------------------------- trials --
+class Session:
+    """One nfslice-nf on a rig, and the trials against it."""
+
+    def __init__(self, rig, a, chain, key, trials, problems, sessions, extra=(),
+                 nfname=None):
+        self.rig, self.a, self.key = rig, a, key
+        self.trials, self.problems = trials, problems
+        self.nf = X.NF(rig.host, "1q", a.rx, nfname or chain, 1, rig.domain, extra)
+        self.rec = {**key, "command": self.nf.command()}
+        self.last_flush = None
+        self.quiet = 0.0        # monotonic time our last traffic has drained by
+        sessions.append(self.rec)
+
+    def __enter__(self):
+        try:
+            self.nf.start()
+        except X.NFError as e:
+            self.rec.update(error=str(e), evidence=e.evidence)
+            self.problems.append({"what": "start", "error": str(e), **e.evidence})
+            raise
+        self.rec["starts"] = self.nf.starts
+        return self
+
+    def __exit__(self, *exc):
+        st = self.nf.stop()
+        self.rec.update(returncode=st["returncode"], reports=st["reports"],
+                        stderr=st["stderr"], final=st["final"])
+        if st["returncode"] != 0 or st["final"] is None or st["unparsed_stdout"]:
+            self.problems.append({"what": "exit", "command": self.nf.command(),
+                                  "returncode": st["returncode"],
+                                  "final_report": st["final"] is not None,
+                                  "stderr": st["stderr"], "unparsed": st["unparsed_stdout"]})
+        return False
+
+    def flush(self, traffic, rate, flows):
+        """FLUSH_FACTOR x expiry x partition slots frames at RATE, so that
+        every payload parked before has expired (outside the trial)."""
+        slots, expiry = self.rig.partition_slots()
+        n = int(FLUSH_FACTOR * expiry * slots)
+        rate = max(1000, rate)
+        cmd = self.rig.gen(traffic, rate, n / rate, flows)
+        g = X.run_gens(self.rig.host, [cmd], timeout=n / rate + 20)[0]
+        self.quiet = time.monotonic() + X.DRAIN_S
+        self.last_flush = {"frames": g["transmitted"], "rate": rate,
+                           "partition_slots": slots, "expiry": expiry}
+
+    def trial(self, kind, g, rate, seconds, extra=None):
+        """One trial of group G (traffic, flows, allowed share) at RATE
+        (0: unpaced) for SECONDS; its record (also in self.trials)."""
+        nf = self.nf
+        # the report that opens the trial: recent, and after any earlier
+        # traffic (a flush) has drained
+        t0, r0 = nf.latest()
+        need = max(self.quiet, time.monotonic() - 0.3)
+        if t0 < need:
+            t0, r0 = nf.wait_report(need)
+        c0, s0, p0 = self.rig.counters(), cpustat.snapshot(), nf.cpu_ns()
+        cmd = self.rig.gen(g["traffic"], rate, seconds, g["flows"])
+        res = X.run_gens(self.rig.host, [cmd], timeout=seconds + 20)[0]
+        end = time.monotonic()
+        self.quiet = end + X.DRAIN_S
+        _, r1 = nf.wait_report(self.quiet)
+        c1, s1, p1 = self.rig.counters(), cpustat.snapshot(), nf.cpu_ns()
+        sent = res["transmitted"]
+        got = min(c1["delivered"] - c0["delivered"], sent)
+        el = max(res["elapsed_s"], 1e-9)
+        d = X.rdelta(r0, r1)
+        d["nf_counters"] = {n: {k: v - r0["nf_counters"][n][k] for k, v in c.items()}
+                            for n, c in r1["nf_counters"].items()}
+        expected = expected_frames(sent, g["allowed"], d)
+        rec = {**self.key, **{k: g[k] for k in ("group", "traffic", "flows", "sliced")},
+               "kind": kind, "t_start": round(end - el, 3), "seconds": seconds,
+               "offered_pps": rate or None, "achieved_pps": res["achieved_pps"],
+               "avg_frame_bytes": res.get("avg_frame_bytes"),
+               "sent": sent, "expected": expected, "delivered": got,
+               "loss_frac": (expected - got) / expected if expected else None,
+               "delivered_pps": got / el, "gen_elapsed_s": el,
+               "driver_dropped": res.get("driver_dropped"), "nfc": d}
+        if c0["delivered_bytes"] is not None:
+            rec["delivered_bytes"] = c1["delivered_bytes"] - c0["delivered_bytes"]
+        else:
+            rec["delivered_bytes"] = got * g["traffic"] if g["traffic"] != "mix" else None
+        rec["goodput_gbps"] = (rec["delivered_bytes"] * 8 / el / 1e9
+                               if rec["delivered_bytes"] is not None else None)
+        if c0.get("link"):
+            rec["link"] = {k: c1["link"][k] - c0["link"][k] for k in c0["link"]}
+        if c0["slicer"] and c1["slicer"]:
+            rec["slicer"] = {k: c1["slicer"][k] - c0["slicer"][k] for k in c1["slicer"]
+                             if isinstance(c1["slicer"][k], int)
+                             and k not in ("slots", "slots_busy")}
+            rec["slicer"]["slots_busy_after"] = c1["slicer"].get("slots_busy")
+        cs = cpustat.delta(s0, s1, cpus=[self.a.gen_cpu, self.a.nf_cpu])
+        rec["cpu_busy_frac"] = {str(c): v["nonidle_ns"] / max(cs["wall_ns"], 1)
+                                for c, v in cs["cpus"].items()}
+        if p0 and p1:
+            rec["nf_cpu_frac"] = (p1["sched_ns"] - p0["sched_ns"]) / max(cs["wall_ns"], 1)
+        rec["loadavg"] = open("/proc/loadavg").read().split()[:3]
+        rec["losses"] = losses(rec)
+        rec["flush"], self.last_flush = self.last_flush, None
+        rec.update(extra or {})
+        self.check(rec)
+        self.trials.append(rec)
+        return rec
+
+    def check(self, rec):
+        """Counter sanity: every steered frame received or dropped by the
+        kernel; every lost frame found somewhere."""
+        d, issues = rec["nfc"], []
+        acc = (d["steer"]["steered"] - d["total"]["rx"] - d["kernel"]["rx_dropped"]
+               - d["kernel"]["rx_ring_full"])
+        tol = max(64, 0.001 * rec["sent"])
+        if abs(acc) > tol:
+            issues.append(f"steered - rx - rx_dropped - rx_ring_full = {acc}")
+        if abs(rec["losses"]["unaccounted"]) > tol:
+            issues.append(f"{rec['losses']['unaccounted']:.0f} frames lost where no "
+                          "counter shows them")
+        if issues:
+            rec["issues"] = issues
+            self.problems.append({"what": "counters", "group": rec["group"],
+                                  "kind": rec["kind"], "offered_pps": rec["offered_pps"],
+                                  "sent": rec["sent"], "issues": issues,
+                                  "losses": rec["losses"], "command": self.nf.command()})
+
+
+def expected_frames(sent, allowed, d):
+    """Frames of SENT the server should get: all, or with a firewall
+    denying a share 1 - ALLOWED of the flows, those the firewall allowed
+    plus that share of the frames lost before it (the generator's flows
+    take turns over the mix's sizes, so a short run does not split its
+    frames among them exactly)."""
+    fw = d["nf_counters"].get("fw")
+    if allowed >= 1 or not fw:
+        return sent * allowed
+    return fw["allowed"] + max(0, sent - fw["allowed"] - fw["denied"]) * allowed
+
+
+def losses(rec):
+    """Frames lost per place (or counter) in a trial; "unaccounted" is the
+    rest of expected - delivered."""
+    d, out = rec["nfc"], {}
+    steered = d["steer"]["steered"]
+    lk = rec.get("link") or {}
+    if lk:
+        out["link_to_nf"] = lk["to_nf_drops"]
+        out["veth_to_nf"] = lk["slcnf_tx_dropped"]
+        out["slicing_host_in"] = max(0, rec["sent"] - lk["to_nf_packets"] - lk["to_nf_drops"])
+    else:
+        out["before_nf"] = max(0, rec["sent"] - steered)
+    out["nf_rx_ring_full"] = d["kernel"]["rx_ring_full"]
+    out["nf_rx_dropped"] = d["kernel"]["rx_dropped"]
+    denied = (d["nf_counters"].get("fw") or {}).get("denied", 0)
+    out["nf_drops"] = max(0, d["total"]["drops"] - denied)
+    for k in ("stale", "too_big", "no_room", "tx_full"):
+        out[f"nf_{k}"] = d["total"][k]
+    if lk:
+        # what the NF sent (headers and notices) that slcnf did not get
+        out["veth_from_nf"] = max(0, d["total"]["tx"] + d["total"]["notices"]
+                                  - lk["slcnf_rx"])
+        out["link_from_nf"] = lk["from_nf_drops"]
+    else:
+        out["after_nf"] = max(0, d["total"]["tx"] - rec["delivered"])
+    sl = rec.get("slicer") or {}
+    for k in ("stale", "too_big", "splice_failed", "replayed"):
+        if sl.get(k):
+            out[f"slicer_{k}"] = sl[k]
+    # every frame sent: delivered, denied by the firewall, or lost
+    lost = rec["sent"] - rec["delivered"] - denied
+    out["unaccounted"] = lost - sum(out.values())
+    return out
+
+
+def limit_of(rec):
+    """The place that lost the most frames in REC (None if it lost none)."""
+    if rec is None or not rec.get("losses"):
+        return None
+    k, v = max(((k, v) for k, v in rec["losses"].items() if k != "unaccounted"),
+               key=lambda kv: kv[1], default=(None, 0))
+    lost = sum(max(0, x) for x in rec["losses"].values())
+    if v <= 0 or v < 0.25 * lost:
+        return "unaccounted" if rec["losses"]["unaccounted"] > 0 else None
+    return k
+
+
+def ndr(sess, g, a):
+    """The NDR of group G in session SESS: probe, then bisection. A dict:
+    ndr_pps (offered rate of the best passing trial), delivered_pps,
+    goodput_gbps, upper_pps, limit (of the first failing trial above it),
+    the trials' indexes."""
+    def passes(r):
+        return r["loss_frac"] is not None and r["loss_frac"] < LOSS_MAX
+    first = len(sess.trials)
+    probes = []
+    for _ in range(2):
+        # a second probe when the first lost nothing: the generator's
+        # unpaced speed varies with what else runs on its CPU
+        p = sess.trial("probe", g, 0, 1.0)
+        p["pass"] = passes(p)
+        probes.append(p)
+        if not p["pass"]:
+            break
+    ok = [p for p in probes if p["pass"]]
+    best = max(ok, key=lambda r: r["delivered_pps"]) if ok else None
+    probe = probes[-1]
+    out = {"group": g["group"], "probe_delivered_pps": probe["delivered_pps"],
+           "probe_pass": probe["pass"], "best": None, "fail": None}
+    if probe["pass"]:
+        # the generator's own speed: no higher rate is reachable
+        hi, fail = None, None
+        out["generator_bound"] = True
+    else:
+        share = probe["delivered"] / max(probe["expected"], 1)
+        if not g["sliced"] and limit_of(probe) in ("link_to_nf", "link_from_nf") \
+                and probe["delivered_bytes"] and probe.get("avg_frame_bytes"):
+            # a shaper short of room drops big frames first: bytes, not
+            # frames, say how much of the offered load the link carried
+            share = probe["delivered_bytes"] / max(
+                1, probe["expected"] * probe["avg_frame_bytes"])
+        hi = max(1000.0, PROBE_HEADROOM * probe["achieved_pps"] * share)
+        lo = hi / a.span
+        if best is not None:
+            lo = max(lo, min(best["achieved_pps"], hi / 1.02))
+        fail, retries, dirty = probe, 0, True
+        for _ in range(a.bisect):
+            mid = (lo * hi) ** 0.5
+            r = None
+            for attempt in range(2):
+                if g["sliced"] and (dirty or g.get("flush_always")):
+                    sess.flush(g["traffic"], lo, g["flows"])
+                r = sess.trial("bisect", g, mid, a.trial)
+                r["pass"] = passes(r)
+                dirty = not r["pass"]
+                if r["pass"] or retries >= RETRIES or attempt:
+                    break
+                r["retried"] = True
+                retries += 1
+            if r["pass"]:
+                lo = mid
+                if best is None or r["delivered_pps"] > best["delivered_pps"]:
+                    best = r
+            else:
+                hi = mid
+                fail = r
+        out["generator_bound"] = False
+    out["upper_pps"] = hi
+    if best is not None:
+        out.update(best=sess.trials.index(best),
+                   ndr_pps=best["achieved_pps"], delivered_pps=best["delivered_pps"],
+                   goodput_gbps=best["goodput_gbps"], gen_kept_up=(
+                       not best["offered_pps"] or
+                       best["achieved_pps"] >= X.GEN_KEEP_UP * best["offered_pps"]),
+                   sliced_share=sliced_share(best))
+    else:
+        out.update(ndr_pps=None, delivered_pps=None, goodput_gbps=None)
+    if fail is not None:
+        out["fail"] = sess.trials.index(fail)
+        out["limit"] = limit_of(fail)
+        out["fail_losses"] = fail["losses"]
+        out["fail_loss_frac"] = fail["loss_frac"]
+    out["trials"] = list(range(first, len(sess.trials)))
+    return out
+
+
+def sliced_share(r):
+    sl = r.get("slicer") or {}
+    n = sl.get("sliced", 0) + sl.get("skipped_full", 0)
+    return sl.get("sliced", 0) / n if n else None
+
+
+def note(res, what):
+    log(f"  {what}: NDR {fmt_k(res['ndr_pps'])} kpps"
+        + (f", {res['goodput_gbps'] * 1e3:.1f} Mbit/s" if res.get("goodput_gbps") else "")
+        + (" (generator-bound)" if res.get("generator_bound") else "")
+        + (f", limit {res.get('limit')}" if res.get("limit") else ""))
+
+
+# --------------------------------------------------------------- parts --
+def ndr_part(rig, a, files, rnd, rng, trials, problems, sessions, results):
+    """NDR per NF x size x slicing in RIG (inline or park)."""
+    mode = rig.kind
+    combos = [(s, sl) for s in a.sizes for sl in a.slicing if not (sl == "on" and s < 256)]
+    nfs = list(a.nfs)
+    rng.shuffle(nfs)
+    for chain in nfs:
+        # inline: slicing needs nfslice-nf --name, so one session per slicing;
+        # park: one NF server session, the slicing host toggled under it
+        if mode == "inline":
+            batches = [[c for c in combos if c[1] == sl] for sl in ("off", "on")]
+        else:
+            batches = [combos]
+        for batch in (b for b in batches if b):
+            rng.shuffle(batch)
+            sl_on = any(c[1] == "on" for c in batch)
+            if mode == "inline" and sl_on:
+                rig.attach()
+            try:
+                nfname, extra = nf_args(chain, mode, files)
+                key = {"part": "ndr", "round": rnd, "mode": mode, "nf": chain}
+                with Session(rig, a, chain, key, trials, problems, sessions, extra,
+                             nfname) as s:
+                    for size, sl in batch:
+                        if mode == "park":
+                            rig.topo.set_slicing(sl == "on", ["--slots", a.slots])
+                        g = {"group": f"ndr/{mode}/{chain}/{size}/{sl}", "traffic": size,
+                             "flows": a.flows, "allowed": 1.0, "sliced": sl == "on"}
+                        log(f"ndr {rnd + 1}/{a.runs}: {mode} {chain} {size} B "
+                            f"{'sliced' if sl == 'on' else 'unsliced'}")
+                        res = ndr(s, g, a)
+                        res.update(part="ndr", round=rnd, mode=mode, nf=chain, size=size,
+                                   sliced=sl == "on")
+                        results.append(res)
+                        note(res, g["group"])
+            except X.NFError as e:
+                log(f"  nfslice-nf failed: {e}; going on with the next")
+            finally:
+                if mode == "inline" and sl_on:
+                    rig.detach()
+                elif mode == "park":
+                    rig.topo.set_slicing(False)
+
+
+def fig12_part(rig, a, files, tmp, rnd, rng, trials, problems, sessions, results):
+    """PayloadPark Fig. 12 in park: drops x expiry x notice, and unsliced."""
+    drops = list(a.drops)
+    rng.shuffle(drops)
+    for pct in drops:
+        ndeny = round(pct * a.fig12_flows / 100)
+        allowed = 1 - ndeny / a.fig12_flows
+        rules = deny_rules(tmp, files["rules"], ADDR["park"], ndeny)
+        notices = list(a.notices)
+        rng.shuffle(notices)
+        for i, notice in enumerate(notices):
+            nfname, extra = nf_args(a.fig12_chain, "park", files, notice == "on", rules)
+            key = {"part": "fig12", "round": rnd, "mode": "park", "nf": a.fig12_chain,
+                   "drop_pct": pct, "notice": notice == "on"}
+            # the unsliced baseline once per drop ratio (a notice needs a
+            # sliced header: unsliced, the two sessions are the same)
+            cells = [(e, True) for e in a.expiries] + ([(None, False)] if i == 0 else [])
+            rng.shuffle(cells)
+            try:
+                with Session(rig, a, a.fig12_chain, key, trials, problems, sessions,
+                             extra, nfname) as s:
+                    for exp, sliced in cells:
+                        rig.topo.set_slicing(sliced, ["--slots", a.fig12_slots,
+                                                      "--expiry", exp])
+                        grp = (f"fig12/{pct}/" + (f"E{exp}/notice-{notice}" if sliced
+                                                   else "unsliced"))
+                        g = {"group": grp, "traffic": "mix", "flows": a.fig12_flows,
+                             "allowed": allowed, "sliced": sliced, "flush_always": True}
+                        log(f"fig12 {rnd + 1}/{a.runs}: {grp}")
+                        res = ndr(s, g, a)
+                        res.update(part="fig12", round=rnd, mode="park", nf=a.fig12_chain,
+                                   drop_pct=pct, expiry=exp, sliced=sliced,
+                                   notice=(notice == "on") if sliced else None)
+                        results.append(res)
+                        note(res, grp)
+            except X.NFError as e:
+                log(f"  nfslice-nf failed: {e}; going on with the next")
+            finally:
+                rig.topo.set_slicing(False)
+
+
+def mix_part(rig, a, files, rnd, rng, trials, problems, sessions, results):
+    """fw,nat,lb on the enterprise mix over the shaped link, sliced vs not."""
+    chain = "fw,nat,lb"
+    nfname, extra = nf_args(chain, "park", files)
+    key = {"part": "mix", "round": rnd, "mode": "park", "nf": chain}
+    order = [False, True]
+    rng.shuffle(order)
+    try:
+        with Session(rig, a, chain, key, trials, problems, sessions, extra, nfname) as s:
+            for sliced in order:
+                rig.topo.set_slicing(sliced, ["--slots", a.slots])
+                g = {"group": f"mix/{'sliced' if sliced else 'unsliced'}", "traffic": "mix",
+                     "flows": a.flows, "allowed": 1.0, "sliced": sliced}
+                log(f"mix {rnd + 1}/{a.runs}: {g['group']}")
+                res = ndr(s, g, a)
+                res.update(part="mix", round=rnd, mode="park", nf=chain, sliced=sliced)
+                results.append(res)
+                note(res, g["group"])
+    except X.NFError as e:
+        log(f"  nfslice-nf failed: {e}")
+    finally:
+        rig.topo.set_slicing(False)
+
+
+# ------------------------------------------------------------ summary --
+def fmt_k(x):
+    return "-" if x is None else f"{x / 1e3:.1f}"
+
+
+def fmt(x, f="{:.2f}"):
+    return "-" if x is None else f.format(x)
+
+
+def med(rs, k):
+    return B.median([r.get(k) for r in rs])
+
+
+def summarize(a, results):
+    S = {"ndr": [], "fig12": [], "mix": None, "targets": {}}
+    pick = lambda **kw: [r for r in results if all(r.get(k) == v for k, v in kw.items())]  # noqa: E731
+    for mode in ("inline", "park"):
+        for chain in NFS:
+            row = {"mode": mode, "nf": chain}
+            for size, sl in ((SMALL, False), (1514, False), (1514, True)):
+                rs = pick(part="ndr", mode=mode, nf=chain, size=size, sliced=sl)
+                if not rs:
+                    continue
+                k = f"{size}{'s' if sl else ''}"
+                row[f"ndr_{k}"] = med(rs, "ndr_pps")
+                row[f"gbps_{k}"] = med(rs, "goodput_gbps")
+                row[f"limit_{k}"] = rs[0].get("limit")
+                row[f"genbound_{k}"] = any(r.get("generator_bound") for r in rs)
+                row[f"runs_{k}"] = [r.get("ndr_pps") for r in rs]
+
+            def per_round(k1, k2, key="ndr_pps"):
+                rats = []
+                for rnd in range(a.runs):
+                    x = pick(part="ndr", mode=mode, nf=chain, round=rnd, **k1)
+                    y = pick(part="ndr", mode=mode, nf=chain, round=rnd, **k2)
+                    if x and y:
+                        rats.append(B.ratio(x[0].get(key), y[0].get(key)))
+                return B.median(rats)
+            row["sliced_vs_unsliced_1514"] = per_round({"size": 1514, "sliced": True},
+                                                       {"size": 1514, "sliced": False})
+            row["sliced_vs_small"] = per_round({"size": 1514, "sliced": True},
+                                               {"size": SMALL, "sliced": False})
+            if any(k.startswith("ndr_") for k in row):
+                S["ndr"].append(row)
+    t4 = []
+    for row in S["ndr"]:
+        if row["mode"] == "park" and row.get("sliced_vs_small") is not None:
+            t4.append({"nf": row["nf"], "sliced_1514_pps": row.get("ndr_1514s"),
+                       "unsliced_60_pps": row.get(f"ndr_{SMALL}"),
+                       "ratio": row["sliced_vs_small"],
+                       "met": row["sliced_vs_small"] >= TARGET_SLICED_VS_SMALL,
+                       "limit_sliced": row.get("limit_1514s"),
+                       "limit_small": row.get(f"limit_{SMALL}")})
+    S["targets"]["park_sliced_1514_vs_unsliced_small"] = t4
+    for pct in sorted({r["drop_pct"] for r in results if r.get("part") == "fig12"}):
+        base = pick(part="fig12", drop_pct=pct, sliced=False)
+        row = {"drop_pct": pct, "unsliced_gbps": med(base, "goodput_gbps"),
+               "unsliced_pps": med(base, "ndr_pps"),
+               "unsliced_limit": base[0].get("limit") if base else None}
+        for exp in sorted({r["expiry"] for r in results if r.get("part") == "fig12"
+                           and r["sliced"]}):
+            for notice in (False, True):
+                rs = pick(part="fig12", drop_pct=pct, sliced=True, expiry=exp, notice=notice)
+                if not rs:
+                    continue
+                k = f"E{exp}_{'notice' if notice else 'nonotice'}"
+                row[f"{k}_gbps"] = med(rs, "goodput_gbps")
+                row[f"{k}_pps"] = med(rs, "ndr_pps")
+                row[f"{k}_sliced_share"] = med(rs, "sliced_share")
+                row[f"{k}_limit"] = rs[0].get("limit")
+                row[f"{k}_vs_unsliced"] = B.ratio(row[f"{k}_gbps"], row["unsliced_gbps"])
+        S["fig12"].append(row)
+    fr = S["fig12"]
+    if fr:
+        obs = []
+        for row in fr:
+            e10n, e2o = row.get("E10_notice_gbps"), row.get("E2_nonotice_gbps")
+            e10o = row.get("E10_nonotice_gbps")
+            obs.append({"drop_pct": row["drop_pct"],
+                        "explicit_E10_vs_noexplicit_E2": B.ratio(e10n, e2o),
+                        "noexplicit_E10_vs_E2": B.ratio(e10o, e2o),
+                        "every_sliced_cell_above_unsliced": all(
+                            v > (row["unsliced_gbps"] or 0) for k, v in row.items()
+                            if k.endswith("_gbps") and k.startswith("E") and v)})
+        S["targets"]["fig12_observations"] = obs
+    ms = [r for r in results if r.get("part") == "mix"]
+    if ms:
+        rats = []
+        for rnd in range(a.runs):
+            u = [r for r in ms if r["round"] == rnd and not r["sliced"]]
+            s = [r for r in ms if r["round"] == rnd and r["sliced"]]
+            if u and s:
+                rats.append(B.ratio(s[0].get("goodput_gbps"), u[0].get("goodput_gbps")))
+        u = [r for r in ms if not r["sliced"]]
+        s = [r for r in ms if r["sliced"]]
+        S["mix"] = {"link_rate": a.link_rate,
+                    "unsliced_gbps": med(u, "goodput_gbps"), "sliced_gbps": med(s, "goodput_gbps"),
+                    "unsliced_pps": med(u, "ndr_pps"), "sliced_pps": med(s, "ndr_pps"),
+                    "unsliced_limit": u[0].get("limit") if u else None,
+                    "sliced_limit": s[0].get("limit") if s else None,
+                    "sliced_share": med(s, "sliced_share"),
+                    "ratio": B.median(rats), "ratio_runs": rats}
+        r = S["mix"]["ratio"]
+        S["targets"]["park_mix_goodput_gain"] = {
+            "ratio": r, "target": TARGET_MIX_GAIN,
+            "met": r is not None and r >= TARGET_MIX_GAIN}
+    S["bisection_step"] = a.span ** (1 / 2 ** a.bisect) if a.bisect else None
+    return S
+
+
+def print_summary(S):
+    if S["ndr"]:
+        rows = []
+        for r in S["ndr"]:
+            cell = lambda k: (fmt_k(r.get(f"ndr_{k}")) + ("*" if r.get(f"genbound_{k}") else "")  # noqa: E731
+                              + (f" [{r.get(f'limit_{k}')}]" if r.get(f"limit_{k}") else ""))
+            rows.append([r["mode"], r["nf"], cell(SMALL), cell("1514"), cell("1514s"),
+                         fmt(r.get("sliced_vs_unsliced_1514")), fmt(r.get("sliced_vs_small"))])
+        B.print_table("NDR (loss < 0.1%), kpps offered [what lost frames first above it]; "
+                      "* = the generator's own speed",
+                      ["mode", "NF", f"{SMALL} B", "1514 B", "1514 B sliced",
+                       "sliced/unsl 1514", f"sliced 1514/{SMALL} B"], rows)
+    if S["fig12"]:
+        keys = sorted({k[:-5] for r in S["fig12"] for k in r
+                       if k.startswith("E") and k.endswith("_gbps")},
+                      key=lambda k: (int(k[1:].split("_")[0]), k))
+        rows = [[r["drop_pct"], fmt(r["unsliced_gbps"] and r["unsliced_gbps"] * 1e3, "{:.1f}")]
+                + [fmt(r.get(f"{k}_gbps") and r[f"{k}_gbps"] * 1e3, "{:.1f}") + " ("
+                   + fmt(r.get(f"{k}_sliced_share"), "{:.2f}") + ")" for k in keys]
+                for r in S["fig12"]]
+        B.print_table("PayloadPark Fig. 12: goodput at the server at the NDR, Mbit/s "
+                      "(share of sliceable frames sliced)", ["drop %", "unsliced"] + keys, rows)
+    if S["mix"]:
+        m = S["mix"]
+        B.print_table(f"Park, fw,nat,lb on the enterprise mix, link {m['link_rate']}",
+                      ["", "NDR kpps", "goodput Mbit/s", "limit"],
+                      [["unsliced", fmt_k(m["unsliced_pps"]),
+                        fmt(m["unsliced_gbps"] and m["unsliced_gbps"] * 1e3, "{:.1f}"),
+                        m["unsliced_limit"] or "-"],
+                       ["sliced", fmt_k(m["sliced_pps"]),
+                        fmt(m["sliced_gbps"] and m["sliced_gbps"] * 1e3, "{:.1f}"),
+                        m["sliced_limit"] or "-"]])
+    t = S["targets"]
+    print("\ntargets:")
+    if S.get("bisection_step"):
+        print(f"  (one bisection step: x{S['bisection_step']:.3f})")
+    for r in t.get("park_sliced_1514_vs_unsliced_small", []):
+        print(f"  park {r['nf']}: sliced 1514 B NDR {fmt_k(r['sliced_1514_pps'])} kpps / "
+              f"unsliced {SMALL} B {fmt_k(r['unsliced_60_pps'])} kpps = {fmt(r['ratio'])} "
+              f"(>= {TARGET_SLICED_VS_SMALL}): {'met' if r['met'] else 'NOT met'}")
+    g = t.get("park_mix_goodput_gain")
+    if g:
+        print(f"  park mix goodput sliced / unsliced {fmt(g['ratio'])} (>= {g['target']}): "
+              f"{'met' if g['met'] else 'NOT met'}")
+    for o in t.get("fig12_observations", []):
+        print(f"  fig12 {o['drop_pct']}%: explicit E10 / no-explicit E2 "
+              f"{fmt(o['explicit_E10_vs_noexplicit_E2'])}, no-explicit E10 / E2 "
+              f"{fmt(o['noexplicit_E10_vs_E2'])}, every sliced cell above unsliced: "
+              f"{o['every_sliced_cell_above_unsliced']}")
+    sys.stdout.flush()
+
+
+def csv_rows(trials):
+    out = []
+    for r in trials:
+        row = {k: r.get(k) for k in (
+            "part", "round", "mode", "nf", "group", "kind", "traffic", "flows", "sliced",
+            "drop_pct", "notice", "offered_pps", "achieved_pps", "sent", "expected",
+            "delivered", "loss_frac", "delivered_pps", "goodput_gbps", "pass", "retried")}
+        row.update({f"loss_{k}": v for k, v in (r.get("losses") or {}).items()})
+        d = r.get("nfc") or {}
+        if d:
+            row.update(nf_rx=d["total"]["rx"], nf_tx=d["total"]["tx"],
+                       nf_drops=d["total"]["drops"], nf_notices=d["total"]["notices"],
+                       steered=d["steer"]["steered"],
+                       k_rx_fill_empty=d["kernel"]["rx_fill_empty"])
+        for k in ("sliced", "spliced", "skipped_full", "evicted", "stale",
+                  "explicit_drop", "bad_notice"):
+            row[f"slicer_{k}"] = (r.get("slicer") or {}).get(k)
+        row["nf_cpu_frac"] = r.get("nf_cpu_frac")
+        for c, v in (r.get("cpu_busy_frac") or {}).items():
+            row[f"cpu{c}_busy"] = v
+        out.append(row)
+    return out
+
+
+def plots(S, out):
+    plt = B.plt()
+    files = []
+    if S["ndr"]:
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), squeeze=False)
+        for ax, mode in zip(axes[0], ("inline", "park")):
+            rows = [r for r in S["ndr"] if r["mode"] == mode]
+            ks = [(f"{SMALL}", f"{SMALL} B", "tab:gray"), ("1514", "1514 B", "tab:orange"),
+                  ("1514s", "1514 B sliced", "tab:blue")]
+            w = 0.27
+            for i, (k, lab, col) in enumerate(ks):
+                ax.bar([j + (i - 1) * w for j in range(len(rows))],
+                       [(r.get(f"ndr_{k}") or 0) / 1e3 for r in rows], w, color=col, label=lab)
+            ax.set_xticks(range(len(rows)))
+            ax.set_xticklabels([r["nf"] for r in rows], fontsize=8)
+            ax.set_ylabel("NDR (kpps, loss < 0.1%)")
+            ax.set_title(mode, fontsize=9)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        f = Path(out) / "nf_ndr.png"
+        fig.savefig(f, dpi=110)
+        plt.close(fig)
+        files.append(f)
+    if S["fig12"]:
+        keys = sorted({k[:-5] for r in S["fig12"] for k in r
+                       if k.startswith("E") and k.endswith("_gbps")},
+                      key=lambda k: (int(k[1:].split("_")[0]), k))
+        fig, ax = plt.subplots(figsize=(9, 4.2))
+        cols = ["unsliced"] + keys
+        w = 0.8 / len(cols)
+        for i, k in enumerate(cols):
+            ys = [(r.get("unsliced_gbps") if k == "unsliced" else r.get(f"{k}_gbps")) or 0
+                  for r in S["fig12"]]
+            ax.bar([j + i * w - 0.4 + w / 2 for j in range(len(S["fig12"]))],
+                   [y * 1e3 for y in ys], w, label=k.replace("_", " "))
+        ax.set_xticks(range(len(S["fig12"])))
+        ax.set_xticklabels([f"{r['drop_pct']}% denied" for r in S["fig12"]])
+        ax.set_ylabel("goodput at the server at the NDR (Mbit/s)")
+        ax.set_title("PayloadPark Fig. 12 in park (explicit drop x expiry)", fontsize=9)
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        f = Path(out) / "nf_fig12.png"
+        fig.savefig(f, dpi=110)
+        plt.close(fig)
+        files.append(f)
+    return files
+
+
+def write_results(a, res, out):
+    out = Path(out)
+    B.write_json(out / "nf.json", res)
+    B.write_csv(out / "nf.csv", csv_rows(res["trials"]))
+    S = res["summary"]
+    if S["ndr"]:
+        B.write_csv(out / "nf_ndr.csv", [{k: v for k, v in r.items() if not k.startswith("runs_")}
+                                         for r in S["ndr"]])
+    if S["fig12"]:
+        B.write_csv(out / "nf_fig12.csv", S["fig12"])
+    try:
+        files = plots(S, out)
+    except Exception as e:      # noqa: BLE001
+        log(f"plots failed: {e!r}")
+        files = []
+    print(f"\nresults: {out / 'nf.json'}, nf.csv" + "".join(f", {f.name}" for f in files))
+
+
+def from_json(a):
+    res = json.load(open(a.from_json))
+    cfg = argparse.Namespace(**{**vars(a), **res["config"]})
+    res["summary"] = summarize(cfg, res["ndrs"])
+    res.setdefault("resummarized", []).append(
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    print_summary(res["summary"])
+    write_results(cfg, res, a.out)
+    return 0
+
+
+# --------------------------------------------------------------- main --
+def main(argv):
+    a = parse(argv)
+    if a.from_json:
+        return from_json(a)
+    results = B.preflight("exp_nf.py", a, argv)
+    if results is None:
+        return 1
+    for f in (X.NF_BIN, X.SINK_OBJ):
+        if not Path(f).exists():
+            print(f"exp_nf.py: {f} missing: run 'make' first", file=sys.stderr)
+            return 1
+    missing = [t for t in ("clang", "tc", "bpftool", "ip") if not shutil.which(t)]
+    if missing:
+        print(f"exp_nf.py: missing {' '.join(missing)} (scripts/install-deps.sh)",
+              file=sys.stderr)
+        return 1
+    tag = f"nfbn-{random.SystemRandom().randrange(16 ** 5):05x}"
+    results["config"].update(seed=a.seed, tag=tag)
+    results["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
+    start = time.monotonic()
+    rng = random.Random(a.seed)
+    tmp = tempfile.mkdtemp(prefix="nfbn-")
+    trials, problems, sessions, ndrs, rigs = [], [], [], [], []
+
+    def on_signal(signum, frame):
+        raise Interrupted(f"signal {signum}")
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    os.sched_setaffinity(0, {a.gen_cpu})
+    rc = 0
+
+    def using(rig, fn):
+        rigs.append(rig)
+        try:
+            rig.up()
+            fn(rig)
+        finally:
+            rig.down()
+    try:
+        results["build"] = X.snapshot(tmp)
+        # the topology scripts' helpers run the snapshot's nfslice and xdp_pass too
+        nfsltopo.NFSLICE = X.BIN["nfslice"]
+        B.XDP_PASS = X.BIN["xdp_pass"]
+        rules, fwinfo = make_rules(tmp, a)
+        files = {"rules": rules, "backends_inline": make_backends(tmp, "inline"),
+                 "backends_park": make_backends(tmp, "park")}
+        results["firewall"] = fwinfo
+        log(f"run {tag}: generator on CPU {a.gen_cpu}, nfslice-nf on CPU {a.nf_cpu}; "
+            f"firewall rules {fwinfo['flipped']} turned to allow")
+        dom = tag.replace("-", "")
+        for rnd in range(a.runs):
+            if "ndr" in a.parts:
+                modes = list(a.modes)
+                rng.shuffle(modes)
+                for mode in modes:
+                    rig = (Inline(tag, a, tmp) if mode == "inline" else
+                           Park(f"{tag}-pk", dom + "pk", a.ndr_rate, a))
+                    using(rig, lambda r: ndr_part(r, a, files, rnd, rng, trials, problems,
+                                                  sessions, ndrs))
+            if "fig12" in a.parts or "mix" in a.parts:
+                def shaped(r):
+                    parts = [p for p in ("fig12", "mix") if p in a.parts]
+                    rng.shuffle(parts)
+                    for p in parts:
+                        if p == "fig12":
+                            fig12_part(r, a, files, tmp, rnd, rng, trials, problems,
+                                       sessions, ndrs)
+                        else:
+                            mix_part(r, a, files, rnd, rng, trials, problems, sessions, ndrs)
+                using(Park(f"{tag}-pl", dom + "pl", a.link_rate, a), shaped)
+    except Interrupted as e:
+        log(f"{e}: tearing down")
+        rc = 130
+    except Exception as e:      # noqa: BLE001 — record, tear down, report
+        log(f"error: {e!r}: tearing down")
+        problems.append({"what": "error", "error": repr(e)})
+        rc = 1
+    finally:
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        for rig in rigs:
+            try:
+                rig.down()
+            except Exception as e:      # noqa: BLE001
+                problems.append({"what": "teardown", "error": repr(e)})
+        shutil.rmtree(tmp, ignore_errors=True)
+        for s, h in old.items():
+            signal.signal(s, h)
+    left = [x for rig in rigs for x in rig.leftovers()]
+    S = summarize(a, ndrs)
+    results.update(trials=trials, ndrs=ndrs, sessions=sessions, summary=S,
+                   problems=problems, leftovers=left,
+                   loadavg_end=open("/proc/loadavg").read().split()[:3],
+                   elapsed_s=time.monotonic() - start)
+    print_summary(S)
+    write_results(a, results, a.out)
+    if problems:
+        print(f"exp_nf.py: {len(problems)} problem(s) recorded (nf.json 'problems'):",
+              file=sys.stderr)
+        for p in problems[:10]:
+            print(f"  {json.dumps(p, default=str)[:400]}", file=sys.stderr)
+    print(f"elapsed: {results['elapsed_s']:.0f} s")
+    if left:
+        print(f"exp_nf.py: left behind: {', '.join(left)}", file=sys.stderr)
+        return 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
