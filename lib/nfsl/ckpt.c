@@ -16,24 +16,7 @@
 
 #include "ckpt.h"
 #include "nfsl_store.h"
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-static __u64 mono_ns(clockid_t c)
-{
-	struct timespec t;
-
-	clock_gettime(c, &t);
-	return (__u64)t.tv_sec * 1000000000ull + t.tv_nsec;
-}
+#include "util.h"
 
 /* The store of @d, mapped read-write (@len bytes). */
 static struct nfsl_slot *map_store(const struct nfsl_domain *d, size_t *len)
@@ -121,9 +104,9 @@ int nfsl_ckpt_save(const char *dir, const char *path, struct nfsl_ckpt_result *r
 	memset(res, 0, sizeof(*res));
 	rc = nfsl_domain_open_dir(&d, dir);
 	if (rc)
-		return fail(err, errlen, rc, "cannot open the domain at %s: %s", dir, strerror(-rc));
+		return nfsl_errf(err, errlen, rc, "cannot open the domain at %s: %s", dir, strerror(-rc));
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, getpid()) >= (int)sizeof(tmp)) {
-		rc = fail(err, errlen, -ENAMETOOLONG, "checkpoint path too long: %s", path);
+		rc = nfsl_errf(err, errlen, -ENAMETOOLONG, "checkpoint path too long: %s", path);
 		goto out;
 	}
 	memcpy(h.magic, NFSL_CKPT_MAGIC, sizeof(h.magic));
@@ -132,18 +115,18 @@ int nfsl_ckpt_save(const char *dir, const char *path, struct nfsl_ckpt_result *r
 	seq = calloc(h.nseq, sizeof(*seq));
 	store = map_store(&d, &len);
 	if (!seq || !store) {
-		rc = fail(err, errlen, -errno ?: -ENOMEM, "cannot map the store: %s",
+		rc = nfsl_errf(err, errlen, -errno ?: -ENOMEM, "cannot map the store: %s",
 			  strerror(errno ?: ENOMEM));
 		goto out;
 	}
 	rc = read_seqs(&d, seq);
 	if (rc) {
-		fail(err, errlen, rc, "cannot read the allocation cursors: %s", strerror(-rc));
+		nfsl_errf(err, errlen, rc, "cannot read the allocation cursors: %s", strerror(-rc));
 		goto out;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		rc = fail(err, errlen, -errno, "cannot create %s: %s", tmp, strerror(errno));
+		rc = nfsl_errf(err, errlen, -errno, "cannot create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	/* The header goes first with its counts unknown, and again at the
@@ -155,7 +138,7 @@ int nfsl_ckpt_save(const char *dir, const char *path, struct nfsl_ckpt_result *r
 	}
 	if (!rc)
 		rc = write_all(fd, seq, h.nseq * sizeof(*seq), &crc);
-	now = mono_ns(CLOCK_MONOTONIC);
+	now = nfsl_now_ns();
 	for (__u32 i = 0; !rc && i < d.cfg.slots; i++) {
 		struct nfsl_slot *s = &store[i];
 		__u64 c0 = __atomic_load_n(&s->ctl, __ATOMIC_ACQUIRE);
@@ -175,12 +158,17 @@ int nfsl_ckpt_save(const char *dir, const char *path, struct nfsl_ckpt_result *r
 		res->saved++;
 	}
 	if (rc) {
-		fail(err, errlen, rc, "cannot write %s: %s", tmp, strerror(-rc));
+		nfsl_errf(err, errlen, rc, "cannot write %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	/* The CRC covers the header (crc field 0, final counts) and the body. */
 	h.nslots = res->saved;
-	h.taken_ns = mono_ns(CLOCK_REALTIME);
+	{
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		h.taken_ns = (__u64)t.tv_sec * 1000000000ull + t.tv_nsec;
+	}
 	h.crc32 = 0;
 	{
 		uLong body = crc;
@@ -192,12 +180,12 @@ int nfsl_ckpt_save(const char *dir, const char *path, struct nfsl_ckpt_result *r
 	}
 	h.crc32 = crc;
 	if (pwrite(fd, &h, sizeof(h), 0) != sizeof(h) || fchmod(fd, 0600) || fsync(fd)) {
-		rc = fail(err, errlen, -errno, "cannot write %s: %s", tmp, strerror(errno));
+		rc = nfsl_errf(err, errlen, -errno, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	res->bytes = sizeof(h) + (__u64)h.nseq * sizeof(*seq) + (__u64)res->saved * sizeof(rec);
 	if (rename(tmp, path))
-		rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", tmp, path,
+		rc = nfsl_errf(err, errlen, -errno, "cannot rename %s to %s: %s", tmp, path,
 			  strerror(errno));
 out:
 	if (fd >= 0) {
@@ -223,10 +211,10 @@ static int load_file(const char *path, char **buf, size_t *size, char *err, size
 	ssize_t n;
 
 	if (fd < 0)
-		return fail(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
+		return nfsl_errf(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
 	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(*h) || st.st_size > (1ll << 32)) {
 		close(fd);
-		return fail(err, errlen, -EBADMSG, "%s is not an nfslice checkpoint (size %lld)",
+		return nfsl_errf(err, errlen, -EBADMSG, "%s is not an nfslice checkpoint (size %lld)",
 			    path, (long long)st.st_size);
 	}
 	*size = st.st_size;
@@ -235,14 +223,14 @@ static int load_file(const char *path, char **buf, size_t *size, char *err, size
 	close(fd);
 	if (n != (ssize_t)*size) {
 		free(*buf);
-		return fail(err, errlen, -EIO, "cannot read %s", path);
+		return nfsl_errf(err, errlen, -EIO, "cannot read %s", path);
 	}
 	h = (const void *)*buf;
 	if (memcmp(h->magic, NFSL_CKPT_MAGIC, sizeof(h->magic)))
 		goto bad_magic;
 	if (h->version != NFSL_CKPT_VERSION || h->hdr_size != sizeof(*h) ||
 	    h->cfg_size != sizeof(struct nfsl_config) || h->slot_size != sizeof(struct nfsl_slot)) {
-		fail(err, errlen, -EBADMSG,
+		nfsl_errf(err, errlen, -EBADMSG,
 		     "%s is checkpoint version %u with structs of %u/%u/%u bytes; this "
 		     "nfslice reads version %u with %zu/%zu/%zu: restore with the nfslice "
 		     "that took it", path, h->version, h->hdr_size, h->cfg_size, h->slot_size,
@@ -252,7 +240,7 @@ static int load_file(const char *path, char **buf, size_t *size, char *err, size
 	}
 	if (*size != sizeof(*h) + (size_t)h->nseq * sizeof(__u32) +
 			     (size_t)h->nslots * sizeof(struct nfsl_ckpt_slot)) {
-		fail(err, errlen, -EBADMSG, "%s is truncated or too long for %u slots", path,
+		nfsl_errf(err, errlen, -EBADMSG, "%s is truncated or too long for %u slots", path,
 		     h->nslots);
 		goto bad;
 	}
@@ -261,13 +249,13 @@ static int load_file(const char *path, char **buf, size_t *size, char *err, size
 	crc = crc32(0, (const Bytef *)&z, sizeof(z));
 	crc = crc32(crc, (const Bytef *)*buf + sizeof(z), *size - sizeof(z));
 	if (crc != h->crc32) {
-		fail(err, errlen, -EBADMSG, "%s is corrupt (CRC-32 %08lx, expected %08x)", path,
+		nfsl_errf(err, errlen, -EBADMSG, "%s is corrupt (CRC-32 %08lx, expected %08x)", path,
 		     crc, h->crc32);
 		goto bad;
 	}
 	return 0;
 bad_magic:
-	fail(err, errlen, -EBADMSG, "%s is not an nfslice checkpoint (no %s magic)", path,
+	nfsl_errf(err, errlen, -EBADMSG, "%s is not an nfslice checkpoint (no %s magic)", path,
 	     NFSL_CKPT_MAGIC);
 bad:
 	free(*buf);
@@ -298,17 +286,17 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 	lock = nfsl_domains_lock();
 	if (lock < 0) {
 		free(buf);
-		return fail(err, errlen, lock, "cannot lock %s: %s", NFSL_LOCK_FILE,
+		return nfsl_errf(err, errlen, lock, "cannot lock %s: %s", NFSL_LOCK_FILE,
 			    strerror(-lock));
 	}
 	rc = nfsl_domain_open_dir(&d, dir);
 	if (rc) {
-		fail(err, errlen, rc, "cannot open the domain at %s: %s", dir, strerror(-rc));
+		nfsl_errf(err, errlen, rc, "cannot open the domain at %s: %s", dir, strerror(-rc));
 		goto out_unlock;
 	}
 	if (h->cfg.slots != d.cfg.slots || h->cfg.part_slots != d.cfg.part_slots ||
 	    h->cfg.ncpus != d.cfg.ncpus || nparts(&h->cfg) != nparts(&d.cfg)) {
-		rc = fail(err, errlen, -EINVAL,
+		rc = nfsl_errf(err, errlen, -EINVAL,
 			  "%s holds a store of %u slots (%u CPUs x %u parts x %u); the domain "
 			  "has %u (%u x %u x %u): attach it with the same --slots and NF ports "
 			  "on a machine with as many CPUs", path, h->cfg.slots, h->cfg.ncpus,
@@ -318,22 +306,22 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 	}
 	rc = nfsl_domain_busy_slots(&d, &busy);
 	if (!rc && busy)
-		rc = fail(err, errlen, -EBUSY,
+		rc = nfsl_errf(err, errlen, -EBUSY,
 			  "the domain holds %u parked payloads: their tokens would stop "
 			  "verifying under the checkpoint's key; restore into a domain before "
 			  "traffic reaches it (attach, restore, then route traffic)", busy);
 	if (rc) {
 		if (rc != -EBUSY)
-			fail(err, errlen, rc, "cannot read the store: %s", strerror(-rc));
+			nfsl_errf(err, errlen, rc, "cannot read the store: %s", strerror(-rc));
 		goto out;
 	}
 	nseq = calloc(h->nseq, sizeof(*nseq));
 	store = map_store(&d, &len);
 	if (!nseq || !store || (rc = read_seqs(&d, nseq))) {
-		rc = fail(err, errlen, rc ?: -ENOMEM, "cannot map the store or read its cursors");
+		rc = nfsl_errf(err, errlen, rc ?: -ENOMEM, "cannot map the store or read its cursors");
 		goto out;
 	}
-	now = mono_ns(CLOCK_MONOTONIC);
+	now = nfsl_now_ns();
 	for (__u32 k = 0; k < h->nslots; k++) {
 		const struct nfsl_ckpt_slot *r = &recs[k];
 		struct nfsl_slot *s;
@@ -376,7 +364,7 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 		cfg.win_min = h->cfg.win_min;
 		cfg.cfg_gen++;
 		if (bpf_map_update_elem(d.config_fd, &zero, &cfg, BPF_ANY))
-			rc = fail(err, errlen, -errno, "cannot write the configuration: %s",
+			rc = nfsl_errf(err, errlen, -errno, "cannot write the configuration: %s",
 				  strerror(errno));
 	}
 	res->bytes = size;

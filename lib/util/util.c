@@ -5,6 +5,9 @@
 #include <sched.h>
 #include <time.h>
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "util.h"
 
 __u64 nfsl_now_ns(void)
@@ -13,6 +16,16 @@ __u64 nfsl_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+int nfsl_errf(char *err, size_t len, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 int nfsl_pin_cpu(int cpu)

@@ -53,7 +53,7 @@ void xsk_frames_free(struct nfsl_xsk_worker *w, const __u64 *addr, unsigned int 
  * Caller owns the fill ring. Returns the frames posted. */
 static __u32 fill_post(struct nfsl_xsk_worker *w, struct nfsl_xsk_group *g, __u32 want)
 {
-	__u64 buf[NFSL_XSK_BURST], now = xsk_now_ns();
+	__u64 buf[NFSL_XSK_BURST], now = nfsl_now_ns();
 	__u32 done = 0;
 
 	/* Every posted frame taken: since the last refill the kernel may have

@@ -219,7 +219,7 @@ void nfsl_xsk_worker_drop(struct nfsl_xsk_worker *w, const struct nfsl_xsk_desc 
 
 unsigned int nfsl_xsk_worker_drain(struct nfsl_xsk_worker *w, int timeout_ms)
 {
-	__u64 t0 = xsk_now_ns();
+	__u64 t0 = nfsl_now_ns();
 	unsigned int left;
 
 	for (;;) {
@@ -239,7 +239,7 @@ unsigned int nfsl_xsk_worker_drain(struct nfsl_xsk_worker *w, int timeout_ms)
 			pthread_spin_unlock(&s->g->ring_lock);
 			left += atomic_load_explicit(&s->g->tx_pending, memory_order_relaxed);
 		}
-		if (!left || xsk_now_ns() - t0 >= (__u64)timeout_ms * 1000000)
+		if (!left || nfsl_now_ns() - t0 >= (__u64)timeout_ms * 1000000)
 			return left;
 		usleep(1000);
 	}

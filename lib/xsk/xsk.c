@@ -47,16 +47,6 @@ int nfsl_xsk_rx_parse(const char *s, enum nfsl_xsk_rx *rx)
 	return -EINVAL;
 }
 
-static int fail(char *err, size_t len, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static bool pow2(__u32 v)
 {
 	return v && !(v & (v - 1));
@@ -137,7 +127,7 @@ static int create_sock(struct nfsl_xsk *x, struct nfsl_xsk_group *g,
 		usleep(100 * 1000);
 	}
 	if (rc)
-		return fail(err, errlen, rc, "cannot bind an AF_XDP socket to %s queue %u: %s%s",
+		return nfsl_errf(err, errlen, rc, "cannot bind an AF_XDP socket to %s queue %u: %s%s",
 			    x->devname[g->dev], g->queue, strerror(-rc),
 			    rc == -EBUSY ? " (another AF_XDP socket holds the queue)" : "");
 	s->fd = xsk_socket__fd(s->xsk);
@@ -163,20 +153,20 @@ static int create_group(struct nfsl_xsk *x, struct nfsl_xsk_group *g, char *err,
 	pthread_spin_init(&g->rx_lock, PTHREAD_PROCESS_PRIVATE);
 	rc = xsk_umem__create(&g->umem, x->area, x->area_len, &g->fill, &g->comp, &ucfg);
 	if (rc)
-		return fail(err, errlen, rc, "cannot register the UMEM for %s queue %u: %s",
+		return nfsl_errf(err, errlen, rc, "cannot register the UMEM for %s queue %u: %s",
 			    x->devname[g->dev], g->queue, strerror(-rc));
 	if (x->o.rx == NFSL_XSK_SHRING) {
 		/* Positions outstanding: at most the frames posted to the
 		 * fill ring and not yet returned (fill_size). */
 		rc = nfsl_xsk_rxarr_init(&g->rxarr, g->fill_size);
 		if (rc)
-			return fail(err, errlen, rc, "cannot allocate the RxArr bitmap");
+			return nfsl_errf(err, errlen, rc, "cannot allocate the RxArr bitmap");
 		for (int w = 0; w < x->nworkers; w++) {
 			size_t sz = sizeof(*g->cr[w]) + g->fill_size * sizeof(g->cr[w]->e[0]);
 
 			g->cr[w] = aligned_alloc(64, (sz + 63) & ~(size_t)63);
 			if (!g->cr[w])
-				return fail(err, errlen, -ENOMEM, "out of memory");
+				return nfsl_errf(err, errlen, -ENOMEM, "out of memory");
 			memset(g->cr[w], 0, sz);
 			g->cr[w]->mask = g->fill_size - 1;
 		}
@@ -217,7 +207,7 @@ static int wire_workers(struct nfsl_xsk *x, char *err, size_t errlen)
 					struct nfsl_xsk_worker *v = &x->workers[i];
 
 					if (v->nshg >= XSK_MAX_SOCKS_W)
-						return fail(err, errlen, -E2BIG, "too many queues");
+						return nfsl_errf(err, errlen, -E2BIG, "too many queues");
 					v->shg[v->nshg++] = g;
 					v->pfd[v->npfd++] = (struct pollfd){ .fd = s->fd, .events = POLLIN };
 					if (!v->txs[g->dev])
@@ -226,7 +216,7 @@ static int wire_workers(struct nfsl_xsk *x, char *err, size_t errlen)
 				continue;
 			}
 			if (w->nrx >= XSK_MAX_SOCKS_W)
-				return fail(err, errlen, -E2BIG, "too many queues for worker %d", wid);
+				return nfsl_errf(err, errlen, -E2BIG, "too many queues for worker %d", wid);
 			w->rxs[w->nrx++] = s;
 			w->pfd[w->npfd++] = (struct pollfd){ .fd = s->fd, .events = POLLIN };
 			if (!w->txs[g->dev])
@@ -241,16 +231,16 @@ static int check_opts(struct nfsl_xsk *x, char *err, size_t errlen)
 	struct nfsl_xsk_opts *o = &x->o;
 
 	if (o->ndevs < 1 || o->ndevs > NFSL_XSK_MAX_DEVS)
-		return fail(err, errlen, -EINVAL, "give one or two interfaces (--dev IFACE[,IFACE])");
+		return nfsl_errf(err, errlen, -EINVAL, "give one or two interfaces (--dev IFACE[,IFACE])");
 	if (o->workers < 1 || o->workers > NFSL_XSK_MAX_WORKERS)
-		return fail(err, errlen, -EINVAL, "workers must be 1..%d", NFSL_XSK_MAX_WORKERS);
+		return nfsl_errf(err, errlen, -EINVAL, "workers must be 1..%d", NFSL_XSK_MAX_WORKERS);
 	if (!o->ax)
 		o->ax = NFSL_XSK_DEF_AX;
 	if (!o->bx)
 		o->bx = NFSL_XSK_DEF_BX;
 	if (!pow2(o->ax) || !pow2(o->bx) || o->ax < 64 || o->bx < 64 || o->ax > 65536 ||
 	    o->bx > 65536)
-		return fail(err, errlen, -EINVAL,
+		return nfsl_errf(err, errlen, -EINVAL,
 			    "ring sizes must be powers of two in 64..65536 (--ax %u --bx %u)",
 			    o->ax, o->bx);
 	if (!o->wset_ns)
@@ -259,24 +249,24 @@ static int check_opts(struct nfsl_xsk *x, char *err, size_t errlen)
 		int rc;
 
 		if (strlen(o->devs[d]) >= IF_NAMESIZE || !(x->ifindex[d] = if_nametoindex(o->devs[d])))
-			return fail(err, errlen, -ENODEV,
+			return nfsl_errf(err, errlen, -ENODEV,
 				    "no interface %s in this network namespace: see ip link, or run "
 				    "nfslice-nf where it is (ip netns exec NS nfslice-nf ...)",
 				    o->devs[d]);
 		snprintf(x->devname[d], IF_NAMESIZE, "%s", o->devs[d]);
 		rc = dev_info(o->devs[d], &x->nqueues[d], &x->mtu[d]);
 		if (rc)
-			return fail(err, errlen, rc, "cannot read %s: %s", o->devs[d], strerror(-rc));
+			return nfsl_errf(err, errlen, rc, "cannot read %s: %s", o->devs[d], strerror(-rc));
 		if ((o->rx == NFSL_XSK_PRIVRING || o->rx == NFSL_XSK_SMALLPRIV) &&
 		    x->nqueues[d] < (__u32)o->workers)
-			return fail(err, errlen, -EINVAL,
+			return nfsl_errf(err, errlen, -EINVAL,
 				    "--rx %s gives each worker its own RX queue, but %s has %u for %d workers: "
 				    "create it with numrxqueues %d or more, or use --rx rxbisect or shring",
 				    nfsl_xsk_rx_name(o->rx), o->devs[d], x->nqueues[d], o->workers,
 				    o->workers);
 	}
 	if (o->ndevs == 2 && x->ifindex[0] == x->ifindex[1])
-		return fail(err, errlen, -EINVAL, "the two interfaces are the same (%s)", o->devs[0]);
+		return nfsl_errf(err, errlen, -EINVAL, "the two interfaces are the same (%s)", o->devs[0]);
 	return 0;
 }
 
@@ -311,7 +301,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 
 	x = calloc(1, sizeof(*x));
 	if (!x)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return nfsl_errf(err, errlen, -ENOMEM, "out of memory");
 	x->o = *o;
 	x->chain_fd = -1;
 	x->ndevs = o->ndevs;
@@ -325,7 +315,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 	x->groups = calloc(x->ngroups, sizeof(*x->groups));
 	x->workers = calloc(x->nworkers, sizeof(*x->workers));
 	if (!x->groups || !x->workers) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = nfsl_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (int d = 0, gi = 0; d < x->ndevs; d++) {
@@ -338,7 +328,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		}
 	}
 	if (nsocks > NFSL_XSK_MAX_SOCKS) {
-		rc = fail(err, errlen, -E2BIG, "%d sockets needed, at most %d", nsocks,
+		rc = nfsl_errf(err, errlen, -E2BIG, "%d sockets needed, at most %d", nsocks,
 			  NFSL_XSK_MAX_SOCKS);
 		goto out;
 	}
@@ -350,7 +340,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (x->area == MAP_FAILED) {
 		x->area = NULL;
-		rc = fail(err, errlen, -errno, "cannot map %zu bytes of UMEM: %s", x->area_len,
+		rc = nfsl_errf(err, errlen, -errno, "cannot map %zu bytes of UMEM: %s", x->area_len,
 			  strerror(errno));
 		goto out;
 	}
@@ -358,15 +348,15 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 	if (!rc)
 		rc = nfsl_xsk_pool_seed(&x->pool, 0, x->nframes, NFSL_XSK_FRAME);
 	if (rc) {
-		rc = fail(err, errlen, rc, "cannot allocate the frame pool");
+		rc = nfsl_errf(err, errlen, rc, "cannot allocate the frame pool");
 		goto out;
 	}
 	{
 		rc = nfsl_xsk_wset_init(&x->wset, x->nworkers, x->nframes, NFSL_XSK_FRAME,
-					x->o.wset_ns, xsk_now_ns());
+					x->o.wset_ns, nfsl_now_ns());
 	}
 	if (rc) {
-		rc = fail(err, errlen, rc, "cannot allocate the working-set tracker");
+		rc = nfsl_errf(err, errlen, rc, "cannot allocate the working-set tracker");
 		goto out;
 	}
 	for (int i = 0; i < x->nworkers; i++) {
@@ -376,7 +366,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		x->workers[i].ws = nfsl_xsk_wset_worker(&x->wset, i);
 		rc = nfsl_xsk_cache_init(&x->workers[i].cache, &x->pool, XSK_CACHE);
 		if (rc) {
-			rc = fail(err, errlen, rc, "cannot allocate a frame cache");
+			rc = nfsl_errf(err, errlen, rc, "cannot allocate a frame cache");
 			goto out;
 		}
 	}
@@ -386,7 +376,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 
 		rc = nfsl_domain_open(&d, o->domain);
 		if (rc) {
-			rc = fail(err, errlen, rc,
+			rc = nfsl_errf(err, errlen, rc,
 				  rc == -ENOENT ? "no domain %s in this network namespace (nfslice attach --name %s ...)"
 						: "cannot open domain %s: %s",
 				  o->domain, rc == -ENOENT ? o->domain : strerror(-rc));
@@ -395,7 +385,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		rc = nfsl_xsk_store_open(&x->store, &d);
 		nfsl_domain_close(&d);
 		if (rc) {
-			rc = fail(err, errlen, rc, "cannot map the store of domain %s: %s", o->domain,
+			rc = nfsl_errf(err, errlen, rc, "cannot map the store of domain %s: %s", o->domain,
 				  strerror(-rc));
 			goto out;
 		}
@@ -404,7 +394,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 
 	x->socks = calloc(nsocks, sizeof(*x->socks));
 	if (!x->socks) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = nfsl_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (int gi = 0; gi < x->ngroups; gi++) {
@@ -432,7 +422,7 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 
 		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (w->efd < 0 || w->npfd >= XSK_MAX_SOCKS_W) {
-			rc = fail(err, errlen, w->efd < 0 ? -errno : -E2BIG,
+			rc = nfsl_errf(err, errlen, w->efd < 0 ? -errno : -E2BIG,
 				  "cannot create a worker's eventfd");
 			goto out;
 		}
@@ -626,7 +616,7 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 		free_frames += nfsl_xsk_cache_count(&x->workers[i].cache);
 	ws->pool = x->nframes;
 	ws->inflight = free_frames > x->nframes ? 0 : x->nframes - free_frames;
-	nfsl_xsk_wset_tick(&x->wset, xsk_now_ns());
+	nfsl_xsk_wset_tick(&x->wset, nfsl_now_ns());
 	ws->written = nfsl_xsk_wset_last(&x->wset, &ws->window_ns);
 	for (int d = 0; d < x->ndevs; d++) {
 		__u32 nq, mtu;

@@ -9,15 +9,7 @@
 #include <time.h>
 
 #include "nfsl_xsk.h"
-
-/* CLOCK_MONOTONIC in ns (the working set's and the refills' clock). */
-static inline __u64 xsk_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (__u64)t.tv_sec * 1000000000ull + t.tv_nsec;
-}
+#include "util.h"
 
 #define XSK_TX_SIZE 512u   /* TX ring entries per socket */
 #define XSK_CACHE 256u     /* per-worker frame cache target (2-level pool) */
