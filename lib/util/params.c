@@ -186,11 +186,16 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 
 void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
 {
+	int w = 8;
+
 	fprintf(f, "Usage: %s COMMAND [OPTIONS] [ARGS]\n"
 		   "       %s help COMMAND | --help | --version\n\n%s\n\nCommands:\n",
 		prog->name, prog->name, prog->description);
 	for (size_t i = 0; i < prog->ncmds; i++)
-		fprintf(f, "  %-8s %s\n", prog->cmds[i]->name, prog->cmds[i]->summary);
+		if ((int)strlen(prog->cmds[i]->name) > w)
+			w = strlen(prog->cmds[i]->name);
+	for (size_t i = 0; i < prog->ncmds; i++)
+		fprintf(f, "  %-*s %s\n", w, prog->cmds[i]->name, prog->cmds[i]->summary);
 	fprintf(f, "\nSee '%s help COMMAND' (or '%s COMMAND --help').\n",
 		prog->name, prog->name);
 	if (prog->exit_status)

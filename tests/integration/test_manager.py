@@ -603,3 +603,117 @@ def test_checkpoint_restore(rig, tmp_path):
     assert (st1["stale"], st1["bad_token"], st1["slots_busy"]) == \
         (st0["stale"], st0["bad_token"], st0["slots_busy"] - CKPT_N), st1
     must(rig.exec("dut", "nft", "delete", "table", "inet", "nfit_ckpt"))
+
+
+# ------------------------------------------------------------ migration --
+# cli - nic - dut - nic - srv: "nic" stands in for a smart NIC in front of
+# the DUT host. Its wire ports w0 (to cli) and w1 (to srv) and host ports
+# h0 (to dut's d0) and h1 (from dut's d1). It sends what arrives from the
+# wire through the host (policy routing by input port) and what comes back
+# from the host out to the wire. The DUT forwards (the NF). The domain
+# starts inline in the DUT (d0, d1) and moves to the NIC: wire ports as
+# domain interfaces, host ports as NF ports (the park roles).
+MIG = {"cli": "10.231.1.2", "w0": "10.231.1.1", "h0": "10.231.2.1",
+       "d0": "10.231.2.2", "d1": "10.231.3.2", "h1": "10.231.3.1",
+       "w1": "10.231.4.1", "srv": "10.231.4.2"}
+
+
+@pytest.fixture
+def nicrig():
+    lab = nftap.Lab("mig", NFSLICE)
+    try:
+        lab.add("cli", "nic", "dut", "srv")
+        lab.veth("cli", "c0", "nic", "w0")
+        lab.veth("nic", "h0", "dut", "d0")
+        lab.veth("dut", "d1", "nic", "h1")
+        lab.veth("nic", "w1", "srv", "s0")
+        for role, dev, key in (("cli", "c0", "cli"), ("nic", "w0", "w0"),
+                               ("nic", "h0", "h0"), ("dut", "d0", "d0"),
+                               ("dut", "d1", "d1"), ("nic", "h1", "h1"),
+                               ("nic", "w1", "w1"), ("srv", "s0", "srv")):
+            lab.addr(role, dev, MIG[key] + "/24")
+        lab.ip("cli", "route", "add", "default", "via", MIG["w0"])
+        lab.ip("srv", "route", "add", "default", "via", MIG["w1"])
+        lab.ip("dut", "route", "add", "10.231.4.0/24", "via", MIG["h1"])
+        lab.ip("dut", "route", "add", "10.231.1.0/24", "via", MIG["h0"])
+        # The NIC: wire -> host by input port; host -> wire: connected.
+        lab.ip("nic", "route", "add", "default", "via", MIG["d0"], "table",
+               "100")
+        lab.ip("nic", "route", "add", "default", "via", MIG["d1"], "table",
+               "101")
+        lab.ip("nic", "rule", "add", "iif", "w0", "table", "100")
+        lab.ip("nic", "rule", "add", "iif", "w1", "table", "101")
+        for role in ("nic", "dut"):
+            lab.sysctl(role, "net.ipv4.ip_forward=1",
+                       "net.ipv4.conf.all.rp_filter=0",
+                       "net.ipv4.conf.default.rp_filter=0")
+        for role, dev in (("cli", "c0"), ("srv", "s0")):
+            lab.exec(role, "ethtool", "-K", dev, "tx", "off")
+        for role, peer in (("cli", MIG["srv"]), ("srv", MIG["cli"])):
+            lab.exec(role, "ping", "-c", "1", "-W", "2", peer)
+        yield lab
+    finally:
+        problems = lab.destroy()
+        assert not problems, problems
+
+
+def test_migrate_drain_under_traffic(nicrig, tmp_path):
+    """The domain moves from the DUT to the NIC while UDP flows and a
+    24 MB download runs: every datagram intact, the file's sha256 right,
+    nothing stale or replayed; nothing left parked in the DUT's store when
+    it goes; the NIC slices and splices every payload itself (no foreign
+    token reaches it: bad_token 0)."""
+    lab = nicrig
+    name = "mig"
+    must(lab.nfslice("dut", "attach", "--name", name, "d0", "d1"))
+    www = tmp_path / "www"
+    www.mkdir()
+    data = os.urandom(FILE_BYTES)
+    (www / "blob").write_bytes(data)
+    http = lab.spawn("srv", PY, "-m", "http.server", str(HTTP_PORT), "--bind",
+                     MIG["srv"], "--directory", str(www))
+    poll(lambda: lab.exec("srv", "ss", "-ltn", check=False).stdout.count(
+        f":{HTTP_PORT}") > 0, 10, "http.server listening")
+    srv = lab.spawn("srv", PY, str(nftap.HERE), "udp", "--size", str(SIZE),
+                    "--count", str(COUNT), "--rate", str(RATE), "--bind",
+                    f"{MIG['srv']},{PORT}", "--expect", "1")
+    cli = lab.spawn("cli", PY, str(nftap.HERE), "udp", "--size", str(SIZE),
+                    "--count", str(COUNT), "--rate", str(RATE), "--flow",
+                    f"1,{MIG['cli']},{MIG['srv']},{PORT}")
+    for p in (srv, cli):
+        assert nftap.Lab.readline(p, 10).strip() == "ready"
+    out = tmp_path / "blob"
+    curl = lab.spawn("cli", "curl", "-sS", "--fail", "--max-time", "60",
+                     "--limit-rate", "2M", "-o", str(out),
+                     f"http://{MIG['srv']}:{HTTP_PORT}/blob")
+    os.killpg(cli.pid, signal.SIGUSR1)
+    dut_sliced = lambda: lab.stats("dut", name)["sliced"]  # noqa: E731
+    poll(lambda: dut_sliced() >= 2000, 10, "2000 sliced on the DUT")
+    cp = lab.nfslice("dut", "migrate", "--name", name, "--to",
+                     lab.ns("nic"), "--nf-port", "h0,h1", "--json", "w0", "w1")
+    assert cp.returncode == 0, describe(cp)
+    mig = json.loads(cp.stdout)
+    print(f"migrate: {mig}")
+    assert mig["busy_left"] == 0, mig
+    nic = lambda: lab.stats("nic", name)  # noqa: E731
+    s0 = nic()["sliced"]
+    poll(lambda: nic()["sliced"] >= s0 + 2000, 10, "2000 sliced on the NIC")
+    assert curl.poll() is None, "the download ended before the migration"
+    os.killpg(cli.pid, signal.SIGUSR2)
+    rep_cli, rep_srv = _finish(cli), _finish(srv)
+    assert curl.wait(timeout=60) == 0
+    lab.stop(http)
+    assert hashlib.sha256(out.read_bytes()).digest() == \
+        hashlib.sha256(data).digest()
+    assert lab.nfslice("dut", "status", "--name", name).returncode == 1, \
+        "the DUT's instance is still attached"
+    after = settle(lambda: nic())
+    got = nftap.summarize(rep_srv, [1])
+    sent = rep_cli["sent"]["1"]
+    numbers = f"migrate {mig}; sent {sent}, received {got}, socket drops " \
+              f"{rep_srv['socket_drops']}; NIC {after}"
+    assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
+    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
+    for k in ("stale", "replayed", "too_big", "evicted", "bad_token"):
+        assert after[k] == 0, numbers
+    assert after["spliced"] + after["slots_busy"] == after["sliced"], numbers
