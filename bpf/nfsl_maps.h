@@ -60,12 +60,21 @@ static __always_inline struct nfsl_counters *nfsl_get_counters(void)
 	return bpf_map_lookup_elem(&nfsl_counters, &zero);
 }
 
+/* What nfsl_alloc_slot took. */
+struct nfsl_take {
+	__u32 idx;   /* store index of the slot */
+	__u32 gen;   /* its generation: the token's */
+	__u32 seq;   /* the attempt's partition clock (struct nfsl_alloc seq) */
+	__u32 log;   /* index of the attempt's park log entry: partition
+		      * base + seq % part_slots (struct nfsl_park_rec) */
+	int claim;   /* NFSL_CLAIM_FREE or NFSL_CLAIM_EVICTED */
+};
+
 /*
  * nfsl_alloc_slot - take a slot of this CPU's partition for a new payload
  * (PayloadPark Alg. 1 lines 4-20 in the store's hot window, nfsl_store.h).
- * Returns the slot, with its index in the store in *@idx, its generation
- * in *@gen and NFSL_CLAIM_FREE or NFSL_CLAIM_EVICTED in *@claim; or NULL
- * when every slot tried was busy and young (the packet passes unsliced).
+ * Returns the slot, with what identifies it in *@t; or NULL when every
+ * slot tried was busy and young (the packet passes unsliced).
  * @dst: the destination partition (nfsl_iface.part of the egress: 0, or
  * the NF port's), each CPU's share of the store being split into nparts
  * so that a burst toward one NF server never evicts another's payloads
@@ -75,8 +84,7 @@ static __always_inline struct nfsl_counters *nfsl_get_counters(void)
  * its own: the age of the other CPU's payloads is then not exact.
  */
 static __always_inline struct nfsl_slot *
-nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, __u32 *idx, __u32 *gen,
-		int *claim)
+nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, struct nfsl_take *t)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), base, now, cur, w, lo;
 	__u32 part = cfg->part_slots, ncpus = cfg->ncpus, run = 0;
@@ -104,15 +112,17 @@ nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, __u32 *idx, __u32 *gen
 		struct nfsl_slot *s;
 		int r;
 
-		*idx = base + cur;
-		s = bpf_map_lookup_elem(&nfsl_store, idx);
+		t->idx = base + cur;
+		s = bpf_map_lookup_elem(&nfsl_store, &t->idx);
 		if (!s)
 			break;
-		r = nfsl_slot_take(s, cfg->expiry, now, part, gen);
+		r = nfsl_slot_take(s, cfg->expiry, now, part, &t->gen);
 		if (r != NFSL_CLAIM_BUSY) {
 			a->cur = cur + 1;
 			a->win = w;
-			*claim = r;
+			t->claim = r;
+			t->seq = now;
+			t->log = base + now % part;
 			return s;
 		}
 		a->busy++;

@@ -41,6 +41,48 @@ struct {
 	__type(value, __u32);
 } nfsl_chain SEC(".maps");
 
+/*
+ * The park log (struct nfsl_park_rec, nfsl_store.h): one entry per slice,
+ * in parking order per partition, for the TTL scan of user space
+ * (lib/nfsl/ttl.h), which so reads only the entries that aged past the
+ * TTL. Same geometry as the store (resized at attach), pinned as
+ * "parklog"; mmapable.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, NFSL_DEF_SLOTS);
+	__type(key, __u32);
+	__type(value, struct nfsl_park_rec);
+} nfsl_parklog SEC(".maps");
+
+/* Counters of the evictions user space makes (struct nfsl_mgr_counters),
+ * pinned as "mgr_counters". The slicer never touches them: declared here
+ * so that the map exists with its BTF wherever the slicer's maps do. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfsl_mgr_counters);
+} nfsl_mgr_cnt SEC(".maps");
+
+/*
+ * The parking clock: CLOCK_MONOTONIC to the ns. The coarse clock ticks
+ * once a jiffy (4 ms at HZ=250), too coarse for a 10 ms TTL and a
+ * residency in us; and the parked time tells one parking of a slot from
+ * another (nfsl_slot_evict), which a clock that ticks slower than slices
+ * cannot. Its price per packet: docs/benchmarks.md "Parking clock and
+ * park log". The benchmark builds the slicer with the coarse clock and
+ * without the log (bench/bpf/slicer_coarse.bpf.c) to measure them.
+ */
+#ifndef NFSL_PARK_CLOCK
+#define NFSL_PARK_CLOCK() bpf_ktime_get_ns()
+#endif
+#ifndef NFSL_PARK_LOG
+#define NFSL_PARK_LOG 1
+#endif
+
 /* A DSCP-63 packet entering the domain whose trailing bytes verify as one
  * of our tokens is a replay of a sliced header: it must not reach a splicer. */
 static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
@@ -147,20 +189,22 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 idx, gen, tok_off, hk_len, old_l4, new_l4, pseudo, hk;
+	__u32 tok_off, hk_len, old_l4, new_l4, pseudo, hk;
 	__u16 csum, rx_csum, ip_csum, tsum, psum = 0;
 	__u8 partial = 0;
 	bool udp = p->proto == IPPROTO_UDP;
+	struct nfsl_park_rec *rec;
 	struct nfsl_token tok;
+	__u64 parked_ns;
+	struct nfsl_take t;
 	struct nfsl_slot *s;
-	int claim;
 
-	s = nfsl_alloc_slot(cfg, dst, &idx, &gen, &claim);
+	s = nfsl_alloc_slot(cfg, dst, &t);
 	if (!s) {
 		cnt->skipped_full++;
 		return XDP_PASS;
 	}
-	if (claim == NFSL_CLAIM_EVICTED)
+	if (t.claim == NFSL_CLAIM_EVICTED)
 		cnt->evicted++;
 
 	tok_off = p->payoff + cfg->keep;
@@ -172,7 +216,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		goto abort;
 	rx_csum = csum;
 
-	nfsl_token_make(&tok, cfg->key, NFSL_TOKEN_WORD(idx, parked), gen);
+	nfsl_token_make(&tok, cfg->key, NFSL_TOKEN_WORD(t.idx, parked), t.gen);
 	tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
 			    tok_off - p->l4off);
 	old_l4 = p->l3end - p->l4off;
@@ -200,7 +244,8 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		   (rx_csum == 0xffff ? NFSL_SLOT_F_L4FFFF : 0) |
 		   (ip_csum == 0xffff ? NFSL_SLOT_F_IPFFFF : 0) | partial;
 	s->ifindex = ctx->ingress_ifindex;
-	s->parked_ns = bpf_ktime_get_coarse_ns(); /* tick resolution is enough for a TTL */
+	parked_ns = NFSL_PARK_CLOCK();
+	s->parked_ns = parked_ns;
 
 	/* Shrink first: if it fails, the packet is still untouched. */
 	if (bpf_xdp_adjust_tail(ctx, -(int)(parked - NFSL_TOKEN_LEN)))
@@ -208,16 +253,21 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	if (nfsl_write_sliced(ctx, p, &tok, tok_off, csum)) {
 		/* Unreachable after the checks above; never pass a half
 		 * rewritten packet. */
-		nfsl_slot_release(s, gen);
+		nfsl_slot_release(s, t.gen);
 		cnt->slice_failed++;
 		return XDP_DROP;
 	}
+	/* Logged once parked for good (an abort logs nothing), after the
+	 * slot's parked_ns: the scan checks the one against the other. */
+	rec = NFSL_PARK_LOG ? bpf_map_lookup_elem(&nfsl_parklog, &t.log) : NULL;
+	if (rec)
+		nfsl_park_log_write(rec, t.seq, t.idx, t.gen, parked_ns);
 	cnt->sliced++;
 	cnt->parked_bytes += parked;
 	return XDP_PASS;
 
 abort:
-	nfsl_slot_release(s, gen);
+	nfsl_slot_release(s, t.gen);
 	cnt->slice_failed++;
 	return XDP_PASS;
 }

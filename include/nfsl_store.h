@@ -208,4 +208,96 @@ NFSL_INLINE bool nfsl_slot_release(struct nfsl_slot *s, __u32 gen)
 	return false;
 }
 
+/*
+ * Ordering of the park log's seqlock (below). BPF has no fence
+ * instruction: a compiler barrier keeps the stores in program order,
+ * which is all x86's TSO needs. On a weakly ordered CPU a reader may then
+ * take a torn entry for a whole one; the eviction checks the entry
+ * against the slot (generation and parked time to the ns), so such an
+ * entry at worst misses its eviction and leaves it to expiry.
+ */
+#ifdef __bpf__
+#define NFSL_WMB() asm volatile("" ::: "memory")
+#else
+#define NFSL_WMB() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define NFSL_RMB() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#endif
+
+/*
+ * nfsl_park_log_write - record in park log entry @e that the slice
+ * attempt @seq of its partition parked generation @gen in store slot
+ * @slot at @parked_ns (the slot's parked_ns, already written). seq 0
+ * first, so a reader never takes half an entry for a whole one.
+ */
+NFSL_INLINE void nfsl_park_log_write(struct nfsl_park_rec *e, __u32 seq, __u32 slot, __u32 gen,
+				     __u64 parked_ns)
+{
+	*(volatile __u32 *)&e->seq = 0;
+	NFSL_WMB();
+	e->parked_ns = parked_ns;
+	e->slot = slot;
+	e->gen = gen;
+	NFSL_WMB();
+	*(volatile __u32 *)&e->seq = seq;
+}
+
+#ifndef __bpf__
+/*
+ * nfsl_park_log_read - copy park log entry @e into @out. Returns false
+ * when a writer changed it meanwhile (out->seq is then the seq found
+ * first; the fields are not to be used).
+ */
+NFSL_INLINE bool nfsl_park_log_read(const struct nfsl_park_rec *e, struct nfsl_park_rec *out)
+{
+	__u32 seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+	out->parked_ns = *(volatile const __u64 *)&e->parked_ns;
+	out->slot = *(volatile const __u32 *)&e->slot;
+	out->gen = *(volatile const __u32 *)&e->gen;
+	out->seq = seq;
+	NFSL_RMB();
+	return *(volatile const __u32 *)&e->seq == seq;
+}
+
+enum nfsl_evict {
+	NFSL_EVICT_DONE,  /* the payload was evicted: slot freed */
+	NFSL_EVICT_GONE,  /* the slot no longer holds it (spliced, dropped,
+			   * expired, taken again): nothing to do */
+	NFSL_EVICT_RACED, /* the slot holds that generation under another
+			   * parked time (a restore), or kept changing: left */
+};
+
+/*
+ * nfsl_slot_evict - free slot @s if it still holds the payload of
+ * generation @gen parked at @parked_ns (a park log entry's), for the TTL
+ * scan (PayloadPark §3.3 evictor, by time). Race-free against the slicer's
+ * claim and the splicer's release: read ctl, then parked_ns, then ctl
+ * again, and compare-and-swap ctl to free only if it did not change, so
+ * a payload released meanwhile (or released and parked again) is never
+ * freed; a splicer copying it when the swap wins finds the generation
+ * freed at its release and drops the copy (stale), as with expiry. An
+ * allocator updating the busy slot's expiry count only makes it retry.
+ * Returns enum nfsl_evict.
+ */
+NFSL_INLINE int nfsl_slot_evict(struct nfsl_slot *s, __u32 gen, __u64 parked_ns)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 c1 = __atomic_load_n(&s->ctl, __ATOMIC_ACQUIRE), c2;
+		__u64 at;
+
+		if (NFSL_CTL_GEN(c1) != gen || !NFSL_CTL_EXP(c1))
+			return NFSL_EVICT_GONE;
+		at = __atomic_load_n(&s->parked_ns, __ATOMIC_ACQUIRE);
+		c2 = __atomic_load_n(&s->ctl, __ATOMIC_ACQUIRE);
+		if (c2 != c1)
+			continue;
+		if (at != parked_ns)
+			return NFSL_EVICT_RACED;
+		if (__sync_val_compare_and_swap(&s->ctl, c1, NFSL_CTL(gen, 0)) == c1)
+			return NFSL_EVICT_DONE;
+	}
+	return NFSL_EVICT_RACED;
+}
+#endif /* !__bpf__ */
+
 #endif /* NFSL_STORE_H */

@@ -46,7 +46,9 @@ struct nfsl_token {
 /* One parked payload and its metadata (docs/design.md "Words": slot). */
 struct nfsl_slot {
 	__u64 ctl;       /* generation << 32 | expiry count, see NFSL_CTL */
-	__u64 parked_ns; /* bpf_ktime_get_ns() when parked, for the TTL manager */
+	__u64 parked_ns; /* bpf_ktime_get_ns() (CLOCK_MONOTONIC, ns) when
+			  * parked: TTL eviction and residency; written after
+			  * the claim, before the park log entry */
 	__u16 len;       /* parked payload bytes */
 	__u16 csum;      /* ones' complement sum of the parked bytes, RFC 1071,
 			  * in memory order, at their original L4 offset */
@@ -92,6 +94,55 @@ struct nfsl_counters {
 #undef NFSL_X_FIELD
 };
 
+/*
+ * Park log: one entry per slice, in the order a partition parks (issue 10
+ * §2; docs/format.md "Park log"). The slicer writes the entry of the slice
+ * attempt with partition clock seq (struct nfsl_alloc seq) at log index
+ * partition base + seq % part_slots, the same geometry as the store, so
+ * the TTL scan (lib/nfsl/ttl.h) reads each partition oldest first and
+ * stops at the first entry younger than the TTL: O(expired), not O(store).
+ * An attempt that parked nothing leaves the entry of an older turn there.
+ * Written seqlock-style (nfsl_park_log_write): seq 0 first, then the
+ * fields, then seq, so a reader that finds the same seq before and after
+ * the fields read one entry whole.
+ */
+struct nfsl_park_rec {
+	__u64 parked_ns; /* the slot's parked_ns (CLOCK_MONOTONIC, ns) */
+	__u32 slot;      /* store index */
+	__u32 gen;       /* generation the payload was parked with */
+	__u32 seq;       /* partition clock of the attempt; 0 while written */
+	__u32 pad;
+};
+
+/*
+ * Counters of the evictions user space makes (the TTL scan of nfsliced
+ * and `nfslice evict`), in the domain's pinned mgr_counters map (one
+ * entry, mmapable). They cannot go into the per-CPU nfsl_counters: user
+ * space can only rewrite a per-CPU value whole, racing with the datapath's
+ * increments. Every writer adds with atomic operations through an mmap.
+ * X-macro: struct, CLI names and JSON keys are one list.
+ */
+#define NFSL_MGR_COUNTERS(X)                                                   \
+	X(evicted_ttl)  /* busy slots freed: parked longer than the TTL */     \
+	X(ttl_scans)    /* TTL scans run */                                    \
+	X(ttl_walked)   /* park log entries the scans read */                  \
+	X(ttl_overrun)  /* entries overwritten before a scan read them: */     \
+			/* their payloads are left to wrap-count expiry */     \
+	X(ttl_raced)    /* expired entries whose slot changed under the scan */
+
+/* Fixed size, so later counters take reserved words and a pinned map of
+ * an older build stays readable. */
+#define NFSL_MGR_COUNTERS_WORDS 32
+#define NFSL_X_ONE(name) +1
+#define NFSL_NR_MGR_COUNTERS (0 NFSL_MGR_COUNTERS(NFSL_X_ONE))
+
+struct nfsl_mgr_counters {
+#define NFSL_X_FIELD(name) __u64 name;
+	NFSL_MGR_COUNTERS(NFSL_X_FIELD)
+#undef NFSL_X_FIELD
+	__u64 reserved[NFSL_MGR_COUNTERS_WORDS - NFSL_NR_MGR_COUNTERS];
+};
+
 /* One interface of the domain, remembered for the slicer's route check,
  * detach and status. */
 struct nfsl_iface {
@@ -121,7 +172,9 @@ struct nfsl_config {
 	__u32 nparts;     /* partitions of each CPU's share: 1 + NF ports, so
 			   * payloads toward one NF server never evict
 			   * another's (PayloadPark §6.2.3); 0 reads as 1 */
-	__u32 ttl_us;     /* TTL eviction by the manager, us; 0: off */
+	__u32 ttl_us;     /* TTL of a parked payload, us, applied by the
+			   * TTL scan (lib/nfsl/ttl.h: nfsliced, nfslice
+			   * evict) on top of wrap-count expiry; 0: off */
 	__u32 cfg_gen;    /* configuration generation: bumped by every runtime
 			   * change (lib/nfsl/cfg.h), 0 at attach */
 };

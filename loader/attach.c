@@ -90,6 +90,20 @@ int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
 	return bpf_map__set_max_entries(maps[0], slots);
 }
 
+int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots)
+{
+	int err = use_domain_maps(SKEL_MAPS(sl), dir, slots);
+
+	if (!err)
+		err = pin_at(sl->maps.nfsl_chain, dir, NFSL_PIN_CHAIN);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_parklog, dir, NFSL_PIN_PARKLOG);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_mgr_cnt, dir, NFSL_PIN_MGR_COUNTERS);
+	/* The park log has the store's geometry (nfsl_alloc_slot). */
+	return err ? err : bpf_map__set_max_entries(sl->maps.nfsl_parklog, slots);
+}
+
 static int write_config(const char *dir, const struct nfsl_config *cfg)
 {
 	char path[PATH_MAX + 32];
@@ -412,9 +426,7 @@ static int attach_xdp(int ifindex, const char *dir, __u32 slots, int mode)
 	sl = slicer_bpf__open();
 	if (!sl)
 		return -errno;
-	err = use_domain_maps(SKEL_MAPS(sl), dir, slots);
-	if (!err)
-		err = pin_at(sl->maps.nfsl_chain, dir, NFSL_PIN_CHAIN);
+	err = use_slicer_maps(sl, dir, slots);
 	if (err)
 		goto out;
 	prog = xdp_program__from_bpf_obj(sl->obj, "xdp");

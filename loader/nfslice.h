@@ -52,6 +52,13 @@ int use_domain_maps(struct bpf_map *const maps[4], const char *dir, __u32 slots)
 				     (skel)->maps.nfsl_config,                 \
 				     (skel)->maps.nfsl_counters,               \
 				     (skel)->maps.nfsl_cursor })
+/* use_slicer_maps - the same for a slicer object, with the maps only the
+ * slicer has: its chain map, its park log (sized @slots, as the store) and
+ * the counters of user space's evictions; created and pinned by the first
+ * slicer loaded, a domain attached by an older nfslice included (repair,
+ * upgrade). Returns 0 or -errno. */
+struct slicer_bpf;
+int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots);
 
 /* Name of the XDP program in the dispatcher, to find ours again. */
 #define NFSL_SLICER_PROG "nfsl_slicer"

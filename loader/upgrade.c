@@ -88,9 +88,7 @@ static int replace_xdp(const struct nfsl_iface *ifc, const struct nfsl_domain *d
 		close(old_fd);
 		return -errno;
 	}
-	err = use_domain_maps(SKEL_MAPS(sl), d->dir, d->cfg.slots);
-	if (!err)
-		err = pin_at(sl->maps.nfsl_chain, d->dir, NFSL_PIN_CHAIN);
+	err = use_slicer_maps(sl, d->dir, d->cfg.slots);
 	if (!err)
 		err = slicer_bpf__load(sl);
 	if (!err) {

@@ -31,6 +31,12 @@ const char *const nfsl_counter_names[] = {
 #undef NFSL_X_NAME
 };
 
+const char *const nfsl_mgr_counter_names[] = {
+#define NFSL_X_NAME(name) #name,
+	NFSL_MGR_COUNTERS(NFSL_X_NAME)
+#undef NFSL_X_NAME
+};
+
 static bool is_bpffs(const char *path)
 {
 	struct statfs st;
@@ -249,6 +255,15 @@ static int open_pin(const struct nfsl_domain *d, const char *pin)
 	return fd < 0 ? -errno : fd;
 }
 
+/* A pin the domain may lack (attached by an older nfslice): its fd, or
+ * -1 when it is not there. */
+static int open_pin_opt(const struct nfsl_domain *d, const char *pin)
+{
+	int fd = open_pin(d, pin);
+
+	return fd == -ENOENT ? -1 : fd;
+}
+
 /* Open the pinned maps of the domain whose pins are in d->dir. */
 static int open_maps(struct nfsl_domain *d)
 {
@@ -264,6 +279,12 @@ static int open_maps(struct nfsl_domain *d)
 		err = -ENOENT; /* a half-made domain: detach cleans it */
 	else if (bpf_map_lookup_elem(d->config_fd, &zero, &d->cfg))
 		err = -errno;
+	if (!err) {
+		d->parklog_fd = open_pin_opt(d, NFSL_PIN_PARKLOG);
+		d->mgr_fd = open_pin_opt(d, NFSL_PIN_MGR_COUNTERS);
+		if (d->parklog_fd < -1 || d->mgr_fd < -1)
+			err = d->parklog_fd < -1 ? d->parklog_fd : d->mgr_fd;
+	}
 	if (err) /* no fd outlives a failed open */
 		nfsl_domain_close(d);
 	return err;
@@ -275,6 +296,7 @@ int nfsl_domain_open(struct nfsl_domain *d, const char *name)
 
 	memset(d, 0, sizeof(*d));
 	d->store_fd = d->config_fd = d->counters_fd = d->cursor_fd = -1;
+	d->parklog_fd = d->mgr_fd = -1;
 	err = nfsl_domain_dir(d->dir, sizeof(d->dir), name);
 	return err ? err : open_maps(d);
 }
@@ -283,6 +305,7 @@ int nfsl_domain_open_dir(struct nfsl_domain *d, const char *dir)
 {
 	memset(d, 0, sizeof(*d));
 	d->store_fd = d->config_fd = d->counters_fd = d->cursor_fd = -1;
+	d->parklog_fd = d->mgr_fd = -1;
 	if (snprintf(d->dir, sizeof(d->dir), "%s", dir) >= (int)sizeof(d->dir))
 		return -ENAMETOOLONG;
 	return open_maps(d);
@@ -290,7 +313,8 @@ int nfsl_domain_open_dir(struct nfsl_domain *d, const char *dir)
 
 void nfsl_domain_close(struct nfsl_domain *d)
 {
-	int *fds[] = { &d->store_fd, &d->config_fd, &d->counters_fd, &d->cursor_fd };
+	int *fds[] = { &d->store_fd, &d->config_fd, &d->counters_fd, &d->cursor_fd,
+		       &d->parklog_fd, &d->mgr_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
@@ -302,7 +326,8 @@ void nfsl_domain_close(struct nfsl_domain *d)
 /* The pins a domain directory may hold, all of them ours. */
 static const char *const all_pins[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
-	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN,
+	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN, NFSL_PIN_PARKLOG,
+	NFSL_PIN_MGR_COUNTERS,
 };
 
 int nfsl_domain_remove(const char *dir)
@@ -480,6 +505,16 @@ int nfsl_config_split(struct nfsl_config *cfg)
 	cfg->part_slots = total / (cfg->ncpus * nparts);
 	cfg->slots = cfg->part_slots * cfg->ncpus * nparts;
 	return 0;
+}
+
+int nfsl_domain_mgr_counters(const struct nfsl_domain *d, struct nfsl_mgr_counters *c)
+{
+	__u32 zero = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (d->mgr_fd < 0)
+		return 0;
+	return bpf_map_lookup_elem(d->mgr_fd, &zero, c) ? -errno : 0;
 }
 
 int nfsl_domain_busy_slots(const struct nfsl_domain *d, __u32 *busy)

@@ -21,6 +21,12 @@
 /* The slicer's chain map (PROG_ARRAY): the NF steering program that gets
  * what the slicer passes (nfslice-nf --name, bpf/steer.bpf.c). */
 #define NFSL_PIN_CHAIN "chain"
+/* The slicer's park log (struct nfsl_park_rec) and the counters of the
+ * evictions user space makes (struct nfsl_mgr_counters), both read by the
+ * TTL scan (ttl.h). A domain attached by an older nfslice has neither
+ * until an upgrade or repair loads this build's slicer. */
+#define NFSL_PIN_PARKLOG "parklog"
+#define NFSL_PIN_MGR_COUNTERS "mgr_counters"
 /* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
  * network namespace that tells whether it still exists. */
 #define NFSL_PIN_NETNS "netns"
@@ -32,6 +38,8 @@ struct nfsl_domain {
 	char dir[PATH_MAX]; /* pin directory of the domain */
 	int store_fd, config_fd, counters_fd, cursor_fd;
 	struct nfsl_config cfg;
+	/* -1 where the domain has none (attached by an older nfslice) */
+	int parklog_fd, mgr_fd;
 };
 
 /* bpffs holding the pins: $NFSLICE_BPFFS if set, else /sys/fs/bpf. */
@@ -136,6 +144,13 @@ int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
  */
 int nfsl_config_split(struct nfsl_config *cfg);
 
+/*
+ * nfsl_domain_mgr_counters - read the counters of the evictions user
+ * space made (the TTL scan) into @c: all zero for a domain that has no
+ * such map yet. Returns 0 or -errno.
+ */
+int nfsl_domain_mgr_counters(const struct nfsl_domain *d, struct nfsl_mgr_counters *c);
+
 /* Count busy slots (expiry count != 0) through an mmap of the store.
  * Returns 0 or -errno. */
 int nfsl_domain_busy_slots(const struct nfsl_domain *d, __u32 *busy);
@@ -143,5 +158,8 @@ int nfsl_domain_busy_slots(const struct nfsl_domain *d, __u32 *busy);
 /* Counter names in struct order (the NFSL_COUNTERS list). */
 extern const char *const nfsl_counter_names[];
 #define NFSL_NR_COUNTERS (sizeof(struct nfsl_counters) / sizeof(__u64))
+/* The same for struct nfsl_mgr_counters (NFSL_MGR_COUNTERS), without
+ * the reserved words. */
+extern const char *const nfsl_mgr_counter_names[];
 
 #endif /* NFSL_DOMAIN_H */
