@@ -5,12 +5,14 @@
  */
 #include <arpa/inet.h>
 #include <string.h>
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
 
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
+#include "nfsl_store.h"
 
 size_t x_sliced(const uint8_t *in, size_t len, uint32_t keep, uint32_t slot,
 		uint32_t gen, uint8_t *out)
@@ -83,6 +85,30 @@ static bool x_counters(const char *what, const struct nfsl_counters *before,
 static uint16_t x_norm(uint16_t v)
 {
 	return v == 0xffff ? 0 : v;
+}
+
+bool x_logged(const char *what, uint32_t slot, uint32_t gen)
+{
+	/* per-CPU values, each rounded up to 8 bytes */
+	uint8_t v[NFSL_MAX_CPUS][(sizeof(struct nfsl_alloc) + 7) & ~7ul];
+	uint32_t nparts = H.cfg.nparts ? H.cfg.nparts : 1, part = H.cfg.part_slots;
+	uint32_t g = slot / part, dst = g % nparts, idx;
+	struct nfsl_park_rec e;
+	struct nfsl_alloc a;
+	struct nfsl_slot s;
+	bool ok;
+
+	cr_assert_eq(bpf_map_lookup_elem(H.cursor, &dst, v), 0);
+	memcpy(&a, v[g / nparts], sizeof(a));
+	idx = g * part + a.seq % part;
+	cr_assert_eq(bpf_map_lookup_elem(H.parklog, &idx, &e), 0);
+	h_slot_read(slot, &s);
+	ok = e.slot == slot && e.gen == gen && e.seq == a.seq && e.parked_ns == s.parked_ns;
+	cr_expect(ok, "%s: park log entry %u is {slot %u, gen %u, seq %u, parked %llu}, want "
+		  "{slot %u, gen %u, seq %u, parked %llu}", what, idx, e.slot, e.gen, e.seq,
+		  (unsigned long long)e.parked_ns, slot, gen, a.seq,
+		  (unsigned long long)s.parked_ns);
+	return ok;
 }
 
 static bool x_slot_ok(const char *what, const uint8_t *in,
@@ -162,6 +188,7 @@ bool x_slice_ok(const char *what, const uint8_t *in, size_t len,
 	cr_expect_null(err, "%s: sliced packet invalid: %s", what, err);
 	ok &= !err;
 	ok &= x_slot_ok(what, in, &ri, slot, gen);
+	ok &= x_logged(what, slot, gen);
 	if (extra)
 		delta = *extra;
 	delta.sliced += 1;

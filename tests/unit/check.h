@@ -32,12 +32,18 @@ bool x_bytes(const char *what, const uint8_t *got, size_t glen,
  * x_slice_ok - slice @in and expect: XDP_PASS, exactly x_sliced() for the
  * next slot of this CPU's partition (@slot, @gen), a valid packet, the
  * slot holding exactly the parked
- * bytes, and counters moved by sliced +1, parked_bytes + parked and
+ * bytes and its park log entry (x_logged), and counters moved by sliced
+ * +1, parked_bytes + parked and
  * @extra (NULL: nothing else). The sliced frame goes to @out / *@olen.
  */
 bool x_slice_ok(const char *what, const uint8_t *in, size_t len,
 		uint32_t slot, uint32_t gen, const struct nfsl_counters *extra,
 		uint8_t *out, uint32_t *olen);
+
+/* Expect the park log entry of the slice just made on this CPU (its
+ * partition's clock, struct nfsl_alloc seq) to name store slot @slot with
+ * generation @gen and the slot's parked time (x_slice_ok checks it). */
+bool x_logged(const char *what, uint32_t slot, uint32_t gen);
 
 /* Splice @in (a sliced frame) and expect TC_ACT_OK, the frame @want, the
  * slot of the token freed, and spliced +1. */

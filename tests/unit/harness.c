@@ -101,6 +101,7 @@ void h_setup(void)
 	h_sl = slicer_bpf__open();
 	cr_assert_not_null(h_sl, "cannot open the slicer object");
 	bpf_map__set_max_entries(h_sl->maps.nfsl_store, H_STORE_SLOTS);
+	bpf_map__set_max_entries(h_sl->maps.nfsl_parklog, H_STORE_SLOTS);
 	err = slicer_bpf__load(h_sl);
 	cr_assert_eq(err, 0, "slicer does not load: %s", strerror(-err));
 
@@ -125,6 +126,8 @@ void h_setup(void)
 	H.config = bpf_map__fd(h_sl->maps.nfsl_config);
 	H.counters = bpf_map__fd(h_sl->maps.nfsl_counters);
 	H.cursor = bpf_map__fd(h_sl->maps.nfsl_cursor);
+	H.parklog = bpf_map__fd(h_sl->maps.nfsl_parklog);
+	H.mgr = bpf_map__fd(h_sl->maps.nfsl_mgr_cnt);
 	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 }
 
@@ -169,12 +172,17 @@ void h_write_config(void)
 void h_reset(void)
 {
 	static struct nfsl_slot empty;
+	static struct nfsl_park_rec none;
+	static struct nfsl_mgr_counters mgr;
 	struct nfsl_counters cnt[NFSL_MAX_CPUS];
 	__u64 cur[NFSL_MAX_CPUS];
 	__u32 i, zero = 0;
 
-	for (i = 0; i < H_STORE_SLOTS; i++)
+	for (i = 0; i < H_STORE_SLOTS; i++) {
 		cr_assert_eq(bpf_map_update_elem(H.store, &i, &empty, BPF_ANY), 0);
+		cr_assert_eq(bpf_map_update_elem(H.parklog, &i, &none, BPF_ANY), 0);
+	}
+	cr_assert_eq(bpf_map_update_elem(H.mgr, &zero, &mgr, BPF_ANY), 0);
 	/* Per-CPU values: one 8-byte aligned value per possible CPU. */
 	memset(cnt, 0, sizeof(cnt));
 	memset(cur, 0, sizeof(cur));

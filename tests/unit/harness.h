@@ -44,6 +44,7 @@ struct harness {
 	int slicer;  /* program fds */
 	int splicer;
 	int store, config, counters, cursor; /* map fds */
+	int parklog, mgr; /* the slicer's park log and mgr_counters */
 	int ifindex; /* device of the splicer's skb; 0: loopback */
 	int if_in, if_out; /* ingress and egress domain interfaces */
 	struct nfsl_config cfg; /* as last written */
@@ -63,7 +64,7 @@ void h_configure(uint32_t threshold, uint32_t keep, uint32_t part_slots,
 		 uint32_t expiry);
 /* Write H.cfg as it is now (tests change single fields), keep the state. */
 void h_write_config(void);
-/* Zero the store, the counters and the cursor. */
+/* Zero the store, the park log, the counters and the cursor. */
 void h_reset(void);
 
 /* Move the test to @cpu (one of H.allowed). */
