@@ -29,4 +29,5 @@ bench/run.sh ${quick:+--rounds 5}
 "$py" bench/exp_sizing.py "${quick[@]}"
 "$py" bench/exp_iperf.py "${quick[@]}"
 "$py" bench/exp_xsk.py "${quick[@]}"
+"$py" bench/exp_nf.py "${quick[@]}"
 echo "bench: all results in bench/results/"
