@@ -107,8 +107,11 @@ static const struct nfsl_cmd cmd = {
 		"nfslice uses when it is there (nfslice set; docs/manager.md \"Control\n"
 		"protocol\": one JSON object per line each way), changes domain\n"
 		"configurations at run time under the host-wide lock with a\n"
-		"configuration generation so two writers never race, and removes the\n"
-		"pins of domains whose network namespace is gone (as nfslice gc), and\n"
+		"configuration generation so two writers never race, evicts every\n"
+		"domain's payloads parked longer than its TTL (scanning its park log\n"
+		"every TTL / 4: PayloadPark §3.3's evictor, by time; the domains are\n"
+		"looked for every second), removes the pins of domains whose network\n"
+		"namespace is gone (as nfslice gc), and\n"
 		"serves every domain's counters, occupancy and configuration in the\n"
 		"Prometheus text format on a loopback HTTP port (--metrics-port).\n"
 		"Messages go to stderr with syslog levels (\"<N>\" prefixes when the\n"
@@ -233,14 +236,24 @@ static int add_fd(int ep, int fd, void *tag)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-static int tag_listen, tag_signal, tag_timer;
+static int tag_listen, tag_signal, tag_timer, tag_scan;
+
+/* Arm the one-shot TTL timer @fd for @at (CLOCK_MONOTONIC ns), or disarm
+ * it (0). */
+static void arm_scan(int fd, __u64 at)
+{
+	struct itimerspec it = { .it_value = { .tv_sec = at / 1000000000ull,
+					       .tv_nsec = at % 1000000000ull } };
+
+	timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
+}
 
 static int run(const struct mgr_opts *o, const char *path)
 {
-	int ep = -1, lfd = -1, sfd = -1, tfd = -1, rc = 1;
+	int ep = -1, lfd = -1, sfd = -1, tfd = -1, scfd = -1, rc = 1;
 	struct itimerspec tick = { .it_interval.tv_nsec = TICK_MS * 1000000L,
 				   .it_value.tv_nsec = TICK_MS * 1000000L };
-	__u64 start = nfsl_now_ns(), next_gc = start;
+	__u64 start = nfsl_now_ns(), next_gc = start, next_refresh = start;
 	sigset_t sigs;
 
 	for (int i = 0; i < MAX_CLIENTS; i++)
@@ -256,9 +269,10 @@ static int run(const struct mgr_opts *o, const char *path)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	if (ep < 0 || sfd < 0 || tfd < 0 || timerfd_settime(tfd, 0, &tick, NULL) ||
+	scfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (ep < 0 || sfd < 0 || tfd < 0 || scfd < 0 || timerfd_settime(tfd, 0, &tick, NULL) ||
 	    add_fd(ep, lfd, &tag_listen) || add_fd(ep, sfd, &tag_signal) ||
-	    add_fd(ep, tfd, &tag_timer)) {
+	    add_fd(ep, tfd, &tag_timer) || add_fd(ep, scfd, &tag_scan)) {
 		mgr_log(MGR_ERR, "cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
@@ -293,11 +307,23 @@ static int run(const struct mgr_opts *o, const char *path)
 					rc = 0;
 					goto out;
 				}
+			} else if (tag == &tag_scan) {
+				__u64 exp;
+
+				if (read(scfd, &exp, sizeof(exp)) < 0)
+					continue;
+				arm_scan(scfd, mgr_ttl_tick(nfsl_now_ns()));
 			} else if (tag == &tag_timer) {
 				__u64 exp, now = nfsl_now_ns();
 
 				if (read(tfd, &exp, sizeof(exp)) < 0)
 					continue;
+				/* Scanners follow the pins: new domains, gone ones. */
+				if (now >= next_refresh) {
+					mgr_ttl_refresh();
+					arm_scan(scfd, mgr_ttl_tick(now));
+					next_refresh = now + 1000000000ull;
+				}
 				if (o->duration && now - start >= o->duration * 1000000000ull) {
 					rc = 0;
 					goto out;
@@ -319,6 +345,9 @@ static int run(const struct mgr_opts *o, const char *path)
 	}
 out:
 	mgr_metrics_stop();
+	mgr_ttl_stop();
+	if (scfd >= 0)
+		close(scfd);
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].fd >= 0)
 			drop_client(ep, &clients[i]);

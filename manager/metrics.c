@@ -63,6 +63,7 @@ struct dom {
 	struct nfsl_dom_entry e;
 	struct nfsl_domain d;
 	struct nfsl_counters c;
+	struct nfsl_mgr_counters m;
 	__u32 busy;
 	bool ok;
 };
@@ -98,6 +99,7 @@ static void render(struct text *t)
 		v[i].e = e[i];
 		v[i].ok = !nfsl_domain_open_dir(&v[i].d, e[i].dir) &&
 			  !nfsl_domain_counters(&v[i].d, &v[i].c) &&
+			  !nfsl_domain_mgr_counters(&v[i].d, &v[i].m) &&
 			  !nfsl_domain_busy_slots(&v[i].d, &v[i].busy);
 	}
 	for (size_t k = 0; k < NFSL_NR_COUNTERS; k++) {
@@ -110,6 +112,17 @@ static void render(struct text *t)
 			if (v[i].ok)
 				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
 				    (unsigned long long)((const __u64 *)&v[i].c)[k]);
+	}
+	for (size_t k = 0; k < NFSL_NR_MGR_COUNTERS; k++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "nfslice_%s_total", nfsl_mgr_counter_names[k]);
+		family(t, name, "counter",
+		       "evictions user space made: the TTL scan (docs/format.md \"Counters\")");
+		for (size_t i = 0; i < n; i++)
+			if (v[i].ok)
+				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
+				    (unsigned long long)((const __u64 *)&v[i].m)[k]);
 	}
 	family(t, "nfslice_slots_busy", "gauge", "store slots holding a parked payload now");
 	for (size_t i = 0; i < n; i++)
@@ -138,6 +151,11 @@ static void render(struct text *t)
 	family(t, "nfsliced_gc_removed_total", "counter",
 	       "domains of gone network namespaces removed");
 	put(t, "nfsliced_gc_removed_total %lu\n", atomic_load(&mgr_gc_removed));
+	family(t, "nfsliced_ttl_scans_total", "counter", "TTL scans of a domain's park log");
+	put(t, "nfsliced_ttl_scans_total %lu\n", atomic_load(&mgr_ttl_scans));
+	family(t, "nfsliced_ttl_evicted_total", "counter",
+	       "payloads evicted for parking longer than their domain's TTL");
+	put(t, "nfsliced_ttl_evicted_total %lu\n", atomic_load(&mgr_ttl_evicted));
 	family(t, "nfsliced_scrapes_total", "counter", "metrics scrapes served");
 	put(t, "nfsliced_scrapes_total %lu\n", atomic_fetch_add(&mgr_scrapes, 1) + 1);
 	for (size_t i = 0; i < n; i++)

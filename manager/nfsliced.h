@@ -51,8 +51,19 @@ int mgr_gc(void);
 int mgr_metrics_start(unsigned int port);
 void mgr_metrics_stop(void);
 
+/*
+ * TTL eviction (ttl.c). mgr_ttl_refresh - open a scanner for every domain
+ * on the host and close those of domains gone (call every second).
+ * mgr_ttl_tick - scan every domain due at @now (CLOCK_MONOTONIC ns);
+ * returns when the next one is due, 0: none open. mgr_ttl_stop - close
+ * them all.
+ */
+void mgr_ttl_refresh(void);
+__u64 mgr_ttl_tick(__u64 now);
+void mgr_ttl_stop(void);
+
 /* What the daemon counts of itself, shown by /metrics. */
 #include <stdatomic.h>
-extern atomic_ulong mgr_requests, mgr_gc_removed;
+extern atomic_ulong mgr_requests, mgr_gc_removed, mgr_ttl_scans, mgr_ttl_evicted;
 
 #endif /* NFSLICED_H */
