@@ -22,8 +22,10 @@
 #include <xdp/libxdp.h>
 
 #include "nfslice.h"
+#include "cfg.h"
 #include "domain.h"
 #include "netdev.h"
+#include "ttl.h"
 #include "slicer.skel.h"
 #include "splicer.skel.h"
 
@@ -31,6 +33,7 @@ struct attach_opts {
 	const char *name;
 	const char *nf_ports; /* comma-separated interface names, or NULL */
 	__u32 threshold, keep, slots, expiry;
+	__u32 ttl; /* ms, 0: off */
 	int mode; /* index into modes[] */
 	bool no_ct_liberal;
 };
@@ -53,6 +56,7 @@ static const struct attach_opts attach_defaults = {
 	.keep = NFSL_DEF_KEEP,
 	.slots = NFSL_DEF_SLOTS,
 	.expiry = NFSL_DEF_EXPIRY,
+	.ttl = NFSL_DEF_TTL_MS,
 };
 
 /* Pins of the shared maps, in bpf object order. */
@@ -636,6 +640,7 @@ static int run_attach(void *o, int argc, char **argv)
 			 "comes from getrandom)", strerror(-err));
 		goto out;
 	}
+	cfg.ttl_us = opt->ttl * 1000;
 	err = -1;
 	if (collect_ifaces(&cfg, argc, argv, opt->nf_ports, opt->mode))
 		goto out;
@@ -717,8 +722,8 @@ static int run_attach(void *o, int argc, char **argv)
 		printf(" %s", argv[i]);
 	if (opt->nf_ports)
 		printf(", NF ports %s", opt->nf_ports);
-	printf(" (%u slots, threshold %u B, keep %u B, expiry %u, XDP %s)\npins: %s\n",
-	       cfg.slots, cfg.threshold, cfg.keep, cfg.expiry, modes[opt->mode], dir);
+	printf(" (%u slots, threshold %u B, keep %u B, expiry %u, ttl %u ms, XDP %s)\npins: %s\n",
+	       cfg.slots, cfg.threshold, cfg.keep, cfg.expiry, opt->ttl, modes[opt->mode], dir);
 out:
 	splicer_bpf__destroy(sp);
 	if (err && made && !unload(&cfg, NULL)) {
@@ -896,6 +901,10 @@ static const struct nfsl_opt attach_table[] = {
 	  .metavar = "N", .help = "store slots of 2 KiB, split among CPUs (default 4096)" },
 	{ "expiry", NFSL_OPT_U32, offsetof(struct attach_opts, expiry), 1, NFSL_MAX_EXPIRY,
 	  .metavar = "N", .help = "allocator wrap-arounds a busy slot survives (default 2)" },
+	{ "ttl", NFSL_OPT_U32, offsetof(struct attach_opts, ttl), 0, NFSL_MAX_TTL_MS,
+	  .metavar = "MS",
+	  .help = "evict payloads parked longer than MS ms, on top of --expiry (default 10, "
+		  "0 off; applied by nfsliced's TTL scan or nfslice evict)" },
 	{ "mode", NFSL_OPT_ENUM, offsetof(struct attach_opts, mode), .choices = modes,
 	  .metavar = "MODE", .help = "XDP mode: native or skb (default native)" },
 	{ "nf-port", NFSL_OPT_STR, offsetof(struct attach_opts, nf_ports),
@@ -924,7 +933,10 @@ const struct nfsl_cmd nfsl_cmd_attach = {
 		"Frames of at least --threshold bytes have their UDP/TCP payload beyond\n"
 		"--keep bytes parked; the packet goes on with DSCP 63 and a 16-byte\n"
 		"token. Slots are taken FIFO per CPU; a busy slot is evicted after\n"
-		"--expiry wrap-arounds (PayloadPark Alg. 1, NFSlicer §III-C). Every\n"
+		"--expiry wrap-arounds (PayloadPark Alg. 1, NFSlicer §III-C), and\n"
+		"once parked longer than --ttl ms by the TTL scan of nfsliced or\n"
+		"nfslice evict (PayloadPark §3.3's evictor, by time: the slicer\n"
+		"logs every slice with its time, CLOCK_MONOTONIC in ns). Every\n"
 		"interface the network function may send on must be in the domain.\n"
 		"The domain's directory also pins a namespace probe (netns: a BPF link\n"
 		"to this network namespace that holds no reference on it), by which\n"

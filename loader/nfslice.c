@@ -21,7 +21,7 @@ static const struct nfsl_cmd *const cmds[] = {
 	&nfsl_cmd_attach, &nfsl_cmd_detach, &nfsl_cmd_repair, &nfsl_cmd_status,
 	&nfsl_cmd_stats, &nfsl_cmd_list, &nfsl_cmd_gc, &nfsl_cmd_set,
 	&nfsl_cmd_upgrade, &nfsl_cmd_checkpoint, &nfsl_cmd_restore,
-	&nfsl_cmd_migrate,
+	&nfsl_cmd_migrate, &nfsl_cmd_evict,
 };
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -81,7 +81,7 @@ static const struct nfsl_prog prog = {
 		"\n"
 		"Commands run with capabilities, not as a user: attach, detach, repair,\n"
 		"upgrade and migrate need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN;\n"
-		"status, list, gc, set, checkpoint and restore CAP_BPF and\n"
+		"status, list, gc, set, checkpoint, restore and evict CAP_BPF and\n"
 		"CAP_SYS_ADMIN; stats CAP_BPF. With --json, an error is one\n"
 		"JSON object on stdout, {\"error\": MESSAGE, \"code\": EXIT STATUS},\n"
 		"and nothing goes to stderr but notes and library warnings.",

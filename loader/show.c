@@ -23,19 +23,21 @@ static const struct show_opts show_defaults = { .name = "default" };
 
 static const char *const pin_names[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
-	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN,
+	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN, NFSL_PIN_PARKLOG,
+	NFSL_PIN_MGR_COUNTERS,
 };
 #define NR_PINS (sizeof(pin_names) / sizeof(pin_names[0]))
+/* The first ones, four maps and the splicer, every domain has. */
+#define NR_PINS_ALWAYS 5
 
-/* Is pin @i of the domain at @dir to be shown? The namespace probe and
- * the chain map only where there are (a domain attached by an older
- * nfslice has neither). */
+/* Is pin @i of the domain at @dir to be shown? Those after the first
+ * four maps and the splicer only where they are (a domain attached by an
+ * older nfslice may lack them). */
 static bool show_pin(const char *dir, size_t i)
 {
 	char path[PATH_MAX + 32];
 
-	if (strcmp(pin_names[i], NFSL_PIN_NETNS) &&
-	    strcmp(pin_names[i], NFSL_PIN_CHAIN))
+	if (i < NR_PINS_ALWAYS)
 		return true;
 	snprintf(path, sizeof(path), "%s/%s", dir, pin_names[i]);
 	return !access(path, F_OK);
@@ -135,6 +137,7 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_uint_field(&w, "dest_partitions", c->nparts ? c->nparts : 1);
 	jsonw_uint_field(&w, "partition_slots", c->part_slots);
 	jsonw_uint_field(&w, "expiry", c->expiry);
+	jsonw_uint_field(&w, "ttl_ms", c->ttl_us / 1000);
 	jsonw_bool_field(&w, "ct_liberal_set", c->flags & NFSL_CFG_CT_LIBERAL_SET);
 	jsonw_name(&w, "interfaces");
 	jsonw_start_array(&w);
@@ -181,15 +184,18 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 	printf("domain %s\n", name);
 	if (c->nparts > 1)
 		printf("  config   threshold %u B, keep %u B, %u slots (%u CPUs x %u partitions: "
-		       "domain interfaces and each NF port, %u slots each), expiry %u%s\n",
+		       "domain interfaces and each NF port, %u slots each), expiry %u",
 		       c->threshold, c->keep, c->slots, c->ncpus, c->nparts, c->part_slots,
-		       c->expiry,
-		       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
+		       c->expiry);
 	else
 		printf("  config   threshold %u B, keep %u B, %u slots (%u CPU partitions of %u), "
-		       "expiry %u%s\n",
-		       c->threshold, c->keep, c->slots, c->ncpus, c->part_slots, c->expiry,
-		       c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
+		       "expiry %u",
+		       c->threshold, c->keep, c->slots, c->ncpus, c->part_slots, c->expiry);
+	if (c->ttl_us)
+		printf(", ttl %u ms", c->ttl_us / 1000);
+	else
+		printf(", ttl off");
+	printf("%s\n", c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
 	printf("  pins     ");
 	for (size_t i = 0; i < NR_PINS; i++)
 		if (show_pin(d->dir, i))
@@ -267,15 +273,38 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
-		       const struct nfsl_counters *prev, struct nfsl_counters *now,
-		       double secs)
+/* Every counter stats shows: the datapath's (per CPU, summed), then
+ * those of the evictions user space makes (the TTL scan). */
+#define NR_SHOWN (NFSL_NR_COUNTERS + NFSL_NR_MGR_COUNTERS)
+
+static const char *shown_name(size_t i)
 {
-	const __u64 *v = (const __u64 *)now, *p = (const __u64 *)prev;
+	return i < NFSL_NR_COUNTERS ? nfsl_counter_names[i]
+				    : nfsl_mgr_counter_names[i - NFSL_NR_COUNTERS];
+}
+
+static int read_shown(const struct nfsl_domain *d, __u64 *v)
+{
+	struct nfsl_mgr_counters m;
+	struct nfsl_counters c;
+	int err = nfsl_domain_counters(d, &c);
+
+	if (!err)
+		err = nfsl_domain_mgr_counters(d, &m);
+	if (err)
+		return err;
+	memcpy(v, &c, sizeof(c));
+	memcpy(v + NFSL_NR_COUNTERS, &m, NFSL_NR_MGR_COUNTERS * sizeof(*v));
+	return 0;
+}
+
+static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
+		       const __u64 *p, __u64 *v, double secs)
+{
 	__u32 busy = 0;
 	int err;
 
-	err = nfsl_domain_counters(d, now);
+	err = read_shown(d, v);
 	if (!err)
 		err = nfsl_domain_busy_slots(d, &busy);
 	if (err)
@@ -288,25 +317,23 @@ static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 		jsonw_string_field(&w, "name", opt->name);
 		jsonw_uint_field(&w, "slots", d->cfg.slots);
 		jsonw_uint_field(&w, "slots_busy", busy);
-		for (size_t i = 0; i < NFSL_NR_COUNTERS; i++)
-			jsonw_uint_field(&w, nfsl_counter_names[i], v[i]);
-		if (prev) {
+		for (size_t i = 0; i < NR_SHOWN; i++)
+			jsonw_uint_field(&w, shown_name(i), v[i]);
+		if (p) {
 			jsonw_float_field_fmt(&w, "interval_s", "%.3f", secs);
 			jsonw_name(&w, "rates");
 			jsonw_start_object(&w);
-			for (size_t i = 0; i < NFSL_NR_COUNTERS; i++)
-				jsonw_float_field_fmt(&w, nfsl_counter_names[i], "%.1f",
-						      (v[i] - p[i]) / secs);
+			for (size_t i = 0; i < NR_SHOWN; i++)
+				jsonw_float_field_fmt(&w, shown_name(i), "%.1f", (v[i] - p[i]) / secs);
 			jsonw_end_object(&w);
 		}
 		jsonw_end_object(&w);
 	} else {
 		printf("domain %s: %u slots, %u busy (%.1f%%)\n", opt->name,
 		       d->cfg.slots, busy, d->cfg.slots ? 100.0 * busy / d->cfg.slots : 0);
-		for (size_t i = 0; i < NFSL_NR_COUNTERS; i++) {
-			printf("  %-14s %20llu", nfsl_counter_names[i],
-			       (unsigned long long)v[i]);
-			if (prev)
+		for (size_t i = 0; i < NR_SHOWN; i++) {
+			printf("  %-14s %20llu", shown_name(i), (unsigned long long)v[i]);
+			if (p)
 				printf("  %12.1f /s", (v[i] - p[i]) / secs);
 			printf("\n");
 		}
@@ -318,26 +345,26 @@ static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 static int run_stats(void *o, int argc, char **argv)
 {
 	struct show_opts *opt = o;
-	struct nfsl_counters prev, cur;
+	__u64 prev[NR_SHOWN], cur[NR_SHOWN];
 	struct nfsl_domain d;
 	double t0, t1;
 	int err;
 
 	if (open_domain(opt, &d))
 		return -1;
-	err = print_stats(&d, opt, NULL, &cur, 0);
+	err = print_stats(&d, opt, NULL, cur, 0);
 	if (err || !opt->interval)
 		goto out;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = nfsl_now_ns() / 1e9;
 	for (__u32 n = 0; !stop && (!opt->count || n < opt->count); n++) {
-		prev = cur;
+		memcpy(prev, cur, sizeof(cur));
 		sleep(opt->interval);
 		if (stop)
 			break;
 		t1 = nfsl_now_ns() / 1e9;
-		err = print_stats(&d, opt, &prev, &cur, t1 - t0);
+		err = print_stats(&d, opt, prev, cur, t1 - t0);
 		if (err)
 			break;
 		t0 = t1;
@@ -400,6 +427,10 @@ const struct nfsl_cmd nfsl_cmd_stats = {
 		"bad_token (DSCP 63 without our token: passed), replayed (our token\n"
 		"arriving from outside: dropped), too_big (spliced packet > egress MTU:\n"
 		"dropped), unparsed (not Ethernet/VLAN/IP/UDP/TCP, fragments, malformed);\n"
+		"then the counters of the TTL scan (nfsliced, nfslice evict): evicted_ttl\n"
+		"(busy slots freed, parked longer than the TTL), ttl_scans, ttl_walked\n"
+		"(park log entries read), ttl_overrun (entries overwritten before a scan\n"
+		"read them: left to expiry), ttl_raced (slot changed under the scan);\n"
 		"their full list and meaning: docs/format.md, Counters.",
 	.caps = NFSL_CAP(CAP_BPF),
 	.caps_why = "CAP_BPF opens the pinned maps",

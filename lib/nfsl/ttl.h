@@ -40,6 +40,13 @@
 
 #include "domain.h"
 
+/* TTL of a new domain (nfslice attach --ttl), ms (issue 10 §2). NFSlicer
+ * §III-C sizes payload timeouts by the NF's acceptable tail latency (10x
+ * its average service time); the slice-to-splice times measured here are
+ * tens of us idle and a few ms at p99 with a 2 ms NF delay
+ * (docs/benchmarks-latency.md), well below 10 ms. */
+#define NFSL_DEF_TTL_MS 10
+
 /* One evicted payload, as nfsl_ttl_scan reports it to on_evict. */
 struct nfsl_ttl_evicted {
 	__u32 slot;      /* store index */

@@ -157,6 +157,11 @@ COUNTERS = (
     "dropped_gso", "slice_failed", "splice_failed", "explicit_drop",
     "bad_notice", "parked_bytes",
 )
+# The counters of the evictions user space makes (the TTL scan of nfsliced
+# and nfslice evict; include/nfsl_structs.h NFSL_MGR_COUNTERS), which
+# `nfslice stats` shows after COUNTERS.
+MGR_COUNTERS = ("evicted_ttl", "ttl_scans", "ttl_walked", "ttl_overrun",
+                "ttl_raced")
 
 # setpriv arguments that drop to nobody with no groups and no capabilities
 # (setpriv clears the capability sets when the uid leaves 0).

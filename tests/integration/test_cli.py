@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 
 import nfrig
-from nfrig import (BPFFS, COUNTERS, NETNS_DIR, NFSLICE, PY, ROOT, describe,
-                   must, name, poll, run)
+from nfrig import (BPFFS, COUNTERS, MGR_COUNTERS, NETNS_DIR, NFSLICE, PY,
+                   ROOT, describe, must, name, poll, run)
 
 PREFIX = name("cli")
-PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns", "chain"}
+PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns",
+             "chain", "parklog", "mgr_counters"}
 
 
 @pytest.fixture(scope="module")
@@ -256,10 +257,13 @@ def test_status_json(clean, domain):
 
 
 def test_stats_json(clean, domain):
-    """stats --json: exactly the counters, the name, slots and slots_busy."""
+    """stats --json: exactly the counters (the datapath's and the TTL
+    scan's), the name, slots and slots_busy."""
     domain("sj", "dut0", "dut1")
     s = clean.stats("sj")
-    assert set(s) == {"name", "slots", "slots_busy", *COUNTERS}
+    assert set(s) == {"name", "slots", "slots_busy", *COUNTERS,
+                      *MGR_COUNTERS}
+    assert all(s[k] == 0 for k in MGR_COUNTERS), s
     assert s["name"] == "sj"
     assert s["slots"] == clean.status("sj")["slots"]
     assert s["slots_busy"] == 0
@@ -274,8 +278,8 @@ def test_stats_json(clean, domain):
     assert cp.returncode == 0 and len(lines) == 2, cp
     second = json.loads(lines[1])
     assert set(second) == {"name", "slots", "slots_busy", "interval_s",
-                           "rates", *COUNTERS}
-    assert set(second["rates"]) == set(COUNTERS)
+                           "rates", *COUNTERS, *MGR_COUNTERS}
+    assert set(second["rates"]) == {*COUNTERS, *MGR_COUNTERS}
 
 
 # ---------------------------------------------------------- namespaces --

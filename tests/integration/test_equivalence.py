@@ -16,7 +16,7 @@ import pytest
 from nfpkt import (Capture, assert_delivered, assert_same_frames,
                    client_frames, corner_frames, parse, predict, roundtrip,
                    send)
-from nfrig import COUNTERS, name
+from nfrig import COUNTERS, MGR_COUNTERS, name
 
 PREFIX = name("eq")
 SEED_FWD = 0x6E66736C  # payloads of the client's packets
@@ -88,7 +88,8 @@ def test_sliced_equals_unsliced(rigs, baseline, tmp_path, opts, keep, mode):
     # ingress (dut0 forward, dut1 reverse) and spliced on egress, the rest
     # skipped as small, nothing lost, evicted or left in the store.
     want = predict(rt.fwd_sent + rt.rev_sent, keep=keep)
-    assert set(stats) == {"name", "slots", "slots_busy", *COUNTERS}
+    assert set(stats) == {"name", "slots", "slots_busy", *COUNTERS,
+                          *MGR_COUNTERS}
     got = {k: stats[k] for k in COUNTERS if k != "unparsed"}
     assert got == {
         "sliced": want["sliced"], "spliced": want["sliced"],

@@ -14,7 +14,7 @@ import pytest
 from nfpkt import (DSCP_SLICED, THRESHOLD, Flow, assert_delivered,
                    assert_same_frames, client_frames, parse, predict,
                    roundtrip)
-from nfrig import COUNTERS, name
+from nfrig import COUNTERS, MGR_COUNTERS, name
 
 PREFIX = name("d63")
 DOMAIN = "d63"
@@ -118,4 +118,5 @@ def test_large_dscp63_sliced_and_restored(runs):
             "stale": 0, "too_big": 0, "replayed": 0, "skipped_full": 0,
             "skipped_big": 0, "evicted": 0}
     assert stats["slots_busy"] == 0
-    assert set(stats) == {"name", "slots", "slots_busy", *COUNTERS}
+    assert set(stats) == {"name", "slots", "slots_busy", *COUNTERS,
+                          *MGR_COUNTERS}
