@@ -58,6 +58,7 @@ bench-bpf:
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench
 	$(Q)$(MAKE) -C bench/nfcost
+	$(Q)$(MAKE) -C bench/ttlscan
 
 unit: bpf lib
 	$(Q)$(MAKE) -C tests/unit

@@ -10,6 +10,8 @@
  *                 bpf_fib_lookup), no slicing
  *   xdp-call      one call of a helper that does nothing (the price of a
  *                 call into the kernel and back)
+ *   xdp-clock     one bpf_ktime_get_ns(): the slicer's parking clock
+ *   xdp-clock-coarse  one bpf_ktime_get_coarse_ns(): the clock it replaced
  *   xdp-copy      bpf_xdp_load_bytes of the payload into the store slot the
  *                 slicer would take next (its per-CPU cursor, in the hot
  *                 window), no claim, then a locked add so its cache misses
@@ -26,6 +28,12 @@
  *   slicer-cold   the slicer on its own cursor and config, window = the
  *                 whole partition (win_min = part_slots): the FIFO store
  *                 as it was before the hot window, on the same store
+ *   slicer-coarse the slicer as before TTL eviction (issue 10 §2): the
+ *                 coarse clock (a jiffy) for the parked time, no park log
+ *                 (bench/bpf/slicer_coarse.bpf.c)
+ *   slicer-nolog  the slicer with the precise clock, no park log
+ *                 (bench/bpf/slicer_nolog.bpf.c); the comparisons after
+ *                 the table price the clock and the log (dp_compare)
  *   tc-empty      nothing: bias of the run-time statistics (tc)
  *   tc-parse      header parser only
  *   tc-store      bpf_skb_change_tail + bpf_skb_store_bytes of the parked
@@ -91,6 +99,8 @@ enum bench_id {
 	B_XDP_PARSE,
 	B_XDP_ROUTE,
 	B_XDP_CALL,
+	B_XDP_CLOCK,
+	B_XDP_CLOCK_COARSE,
 	B_XDP_COPY,
 	B_XDP_COPY_NOFENCE,
 	B_XDP_COPY_WARM,
@@ -98,6 +108,8 @@ enum bench_id {
 	B_SLICER,
 	B_SLICER_NOFIB,
 	B_SLICER_COLD,
+	B_SLICER_COARSE,
+	B_SLICER_NOLOG,
 	B_TC_EMPTY,
 	B_TC_PARSE,
 	B_TC_STORE,
@@ -130,6 +142,8 @@ extern const struct bench_desc benches[B_NR];
 /* Skeletons (build/.output/NAME.skel.h). */
 struct slicer_bpf;
 struct slicer_nofib_bpf;
+struct slicer_coarse_bpf;
+struct slicer_nolog_bpf;
 struct splicer_bpf;
 struct bench_xdp_bpf;
 struct bench_tc_bpf;
@@ -182,6 +196,8 @@ struct bench {
 	struct slicer_bpf *sl;
 	struct slicer_bpf *slc; /* slicer-cold: own config and cursor */
 	struct slicer_nofib_bpf *sn;
+	struct slicer_coarse_bpf *sco; /* slicer-coarse */
+	struct slicer_nolog_bpf *snl;  /* slicer-nolog */
 	struct splicer_bpf *sp;
 	struct bench_xdp_bpf *bx;
 	struct bench_xdp_bpf *bxc; /* xdp-copy-cold: on slicer-cold's maps */
@@ -234,7 +250,25 @@ int dp_slice_one(struct bench *b, struct bcase *c, struct sliced *s);
 void dp_release_sliced(struct bench *b, const struct sliced *s);
 int dp_run_all(struct bench *b);
 
+/* Two programs compared round by round on one packet: the difference of
+ * their net costs and the ratio, medians (and quartiles) of the per-round
+ * values, so noise that hits a round cancels. */
+struct comparison {
+	int a, b;         /* benches: a against b */
+	const char *what; /* what a has that b has not */
+};
+extern const struct comparison comparisons[];
+extern const unsigned int ncomparisons;
+
+struct compared {
+	double diff, d25, d75; /* ns/packet, a - b */
+	double ratio, r25, r75; /* a / b */
+	bool valid;
+};
+
 /* datapath_stats.c */
+void dp_compare(const struct bench *b, const struct bcase *c, const struct comparison *k,
+		struct compared *out);
 bool dp_applies(const struct bench *b, const struct bcase *c, int id);
 double dp_net(const struct bcase *c, int id, unsigned int r);
 double dp_net_dur(const struct bcase *c, int id, unsigned int r);

@@ -19,6 +19,8 @@
 
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"
+#include "slicer_coarse.skel.h"
+#include "slicer_nolog.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -28,6 +30,8 @@ const struct bench_desc benches[B_NR] = {
 	[B_XDP_PARSE] = {"xdp-parse", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_PARSE},
 	[B_XDP_ROUTE] = {"xdp-route", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_CALL] = {"xdp-call", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_XDP_CLOCK] = {"xdp-clock", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_XDP_CLOCK_COARSE] = {"xdp-clock-coarse", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY] = {"xdp-copy", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, B_LIVE_COPY},
 	[B_XDP_COPY_NOFENCE] = {"xdp-copy-nofence", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_XDP_COPY_WARM] = {"xdp-copy-warm", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
@@ -38,6 +42,9 @@ const struct bench_desc benches[B_NR] = {
 	[B_SLICER] = {"slicer", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 1.3, B_LIVE_SLICER},
 	[B_SLICER_NOFIB] = {"slicer-nofib", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_SLICER_COLD] = {"slicer-cold", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
+	/* The parking clock and the park log (issue 10 §2): see comparisons. */
+	[B_SLICER_COARSE] = {"slicer-coarse", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
+	[B_SLICER_NOLOG] = {"slicer-nolog", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
 	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
@@ -50,6 +57,15 @@ const struct bench_desc benches[B_NR] = {
 	[B_LIVE_COPY] = {"live-xdp-copy", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, -1, 0, -1},
 	[B_LIVE_SLICER] = {"live-slicer", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, B_LIVE_COPY, 0, -1},
 };
+
+/* What the precise clock and the park log cost the slicer per packet. */
+const struct comparison comparisons[] = {
+	{ B_XDP_CLOCK, B_XDP_CLOCK_COARSE, "precise clock alone" },
+	{ B_SLICER, B_SLICER_COARSE, "precise clock + park log" },
+	{ B_SLICER_NOLOG, B_SLICER_COARSE, "precise clock" },
+	{ B_SLICER, B_SLICER_NOLOG, "park log" },
+};
+const unsigned int ncomparisons = sizeof(comparisons) / sizeof(comparisons[0]);
 
 static int pin_cpu(struct opts *o)
 {
@@ -154,6 +170,8 @@ out:
 	bench_tc_bpf__destroy(b.bt);
 	splicer_bpf__destroy(b.sp);
 	slicer_nofib_bpf__destroy(b.sn);
+	slicer_nolog_bpf__destroy(b.snl);
+	slicer_coarse_bpf__destroy(b.sco);
 	slicer_bpf__destroy(b.slc);
 	slicer_bpf__destroy(b.sl);
 	return ret;

@@ -71,6 +71,14 @@ static int parse_programs(struct opts *o, const char *arg)
 				o->sel[d->baseline] = true;
 			if (d->live >= 0)
 				o->sel[d->live] = true;
+			if (k == B_SLICER_COARSE || k == B_SLICER_NOLOG) {
+				/* what the comparisons need */
+				o->sel[B_SLICER] = true;
+				o->sel[B_SLICER_COARSE] = true;
+				o->sel[B_SLICER_NOLOG] = true;
+				o->sel[B_XDP_CLOCK] = true;
+				o->sel[B_XDP_CLOCK_COARSE] = true;
+			}
 			if (k == B_SLICER) {
 				o->sel[B_XDP_PARSE] = true;
 				o->sel[B_XDP_COPY] = true; /* its slot, hot */
@@ -151,9 +159,11 @@ static void usage(FILE *f)
 		"                       (config win_min; default 0: NFSL_WIN_MIN);\n"
 		"                       slicer-cold always uses the whole partition\n"
 		"  -P, --programs LIST  measure only these (plus their bias and baselines):\n"
-		"                       xdp-empty, xdp-parse, xdp-route, xdp-call, xdp-copy,\n"
+		"                       xdp-empty, xdp-parse, xdp-route, xdp-call, xdp-clock,\n"
+		"                       xdp-clock-coarse, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
-		"                       slicer, slicer-nofib, slicer-cold,\n"
+		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
+		"                       slicer-nolog,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"
 		"  -c, --cpu N          CPU to pin to (default: the last online CPU)\n"

@@ -16,8 +16,10 @@
 /* Order of the rows in the printed table. */
 /* clang-format off */
 static const int row_order[] = {
-	B_XDP_EMPTY, B_XDP_PARSE, B_XDP_ROUTE, B_XDP_CALL, B_XDP_COPY, B_XDP_COPY_NOFENCE, B_XDP_COPY_WARM,
-	B_XDP_COPY_COLD, B_SLICER, B_SLICER_NOFIB, B_SLICER_COLD, B_TC_EMPTY, B_TC_PARSE, B_TC_STORE, B_SPLICER, B_TC_STORE_LAG, B_SPLICER_LAG,
+	B_XDP_EMPTY, B_XDP_PARSE, B_XDP_ROUTE, B_XDP_CALL, B_XDP_CLOCK, B_XDP_CLOCK_COARSE,
+	B_XDP_COPY, B_XDP_COPY_NOFENCE, B_XDP_COPY_WARM, B_XDP_COPY_COLD, B_SLICER, B_SLICER_NOFIB,
+	B_SLICER_COLD, B_SLICER_COARSE, B_SLICER_NOLOG, B_TC_EMPTY, B_TC_PARSE, B_TC_STORE,
+	B_SPLICER, B_TC_STORE_LAG, B_SPLICER_LAG,
 };
 /* clang-format on */
 
@@ -199,6 +201,31 @@ int dp_write_json(const struct bench *b, const char *path)
 		}
 	}
 	jsonw_end_array(&w);
+	jsonw_name(&w, "comparisons");
+	jsonw_start_array(&w);
+	for (i = 0; i < b->ncases; i++) {
+		for (k = 0; k < ncomparisons; k++) {
+			struct compared m;
+
+			dp_compare(b, &b->cases[i], &comparisons[k], &m);
+			if (!m.valid)
+				continue;
+			jsonw_start_object(&w);
+			jsonw_uint_field(&w, "size", b->cases[i].size);
+			jsonw_string_field(&w, "proto", proto_name(&b->cases[i]));
+			jsonw_string_field(&w, "program", benches[comparisons[k].a].name);
+			jsonw_string_field(&w, "against", benches[comparisons[k].b].name);
+			jsonw_string_field(&w, "what", comparisons[k].what);
+			jsonw_float_field_fmt(&w, "ns_diff", "%.2f", m.diff);
+			jsonw_float_field_fmt(&w, "ns_diff_p25", "%.2f", m.d25);
+			jsonw_float_field_fmt(&w, "ns_diff_p75", "%.2f", m.d75);
+			jsonw_float_field_fmt(&w, "ratio", "%.3f", m.ratio);
+			jsonw_float_field_fmt(&w, "ratio_p25", "%.3f", m.r25);
+			jsonw_float_field_fmt(&w, "ratio_p75", "%.3f", m.r75);
+			jsonw_end_object(&w);
+		}
+	}
+	jsonw_end_array(&w);
 	jsonw_end_object(&w);
 	return close_out(f, path);
 }
@@ -314,6 +341,22 @@ void dp_print_table(const struct bench *b)
 			printf("%.1f", t.med);
 	}
 	printf("\n");
+
+	/* Round by round, sliced packets only. */
+	for (i = 0; i < b->ncases; i++) {
+		for (k = 0; k < ncomparisons; k++) {
+			const struct comparison *p = &comparisons[k];
+			struct compared m;
+
+			dp_compare(b, &b->cases[i], p, &m);
+			if (!m.valid)
+				continue;
+			printf("%u B %s: %s (%s vs %s): %+.1f ns [%+.1f .. %+.1f], ratio %.3f "
+			       "[%.3f .. %.3f]\n",
+			       b->cases[i].size, proto_name(&b->cases[i]), p->what, benches[p->a].name,
+			       benches[p->b].name, m.diff, m.d25, m.d75, m.ratio, m.r25, m.r75);
+		}
+	}
 
 	/* The targets of issue #2 are stated for full-size packets. */
 	for (i = 0; i < b->ncases; i++) {

@@ -20,6 +20,8 @@
 
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"
+#include "slicer_coarse.skel.h"
+#include "slicer_nolog.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -37,6 +39,10 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->bx->progs.bench_xdp_route);
 	case B_XDP_CALL:
 		return bpf_program__fd(b->bx->progs.bench_xdp_call);
+	case B_XDP_CLOCK:
+		return bpf_program__fd(b->bx->progs.bench_xdp_clock);
+	case B_XDP_CLOCK_COARSE:
+		return bpf_program__fd(b->bx->progs.bench_xdp_clock_coarse);
 	case B_XDP_COPY:
 	case B_LIVE_COPY:
 		return bpf_program__fd(b->bx->progs.bench_xdp_copy);
@@ -53,6 +59,10 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->sn->progs.nfsl_slicer);
 	case B_SLICER_COLD:
 		return bpf_program__fd(b->slc->progs.nfsl_slicer);
+	case B_SLICER_COARSE:
+		return bpf_program__fd(b->sco->progs.nfsl_slicer);
+	case B_SLICER_NOLOG:
+		return bpf_program__fd(b->snl->progs.nfsl_slicer);
 	case B_TC_EMPTY:
 		return bpf_program__fd(b->bt->progs.bench_tc_empty);
 	case B_TC_PARSE:
@@ -139,7 +149,7 @@ int dp_slice_one(struct bench *b, struct bcase *c, struct sliced *s)
 	memcpy(s->buf, b->out, len);
 	s->len = len;
 	tok = (const struct nfsl_token *)(s->buf + len - NFSL_TOKEN_LEN);
-	s->slot = ntohl(tok->slot);
+	s->slot = NFSL_TOKEN_IDX(ntohl(tok->slot));
 	s->gen = ntohl(tok->gen);
 	if (s->slot >= NFSL_DEF_SLOTS) {
 		pr_err("slicer wrote slot %u, beyond the store", s->slot);
@@ -167,6 +177,8 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 	case B_SLICER:
 	case B_SLICER_NOFIB:
 	case B_SLICER_COLD:
+	case B_SLICER_COARSE:
+	case B_SLICER_NOLOG:
 		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
 			goto bad;
 		return 0;
@@ -206,7 +218,9 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 	*dur += d;
 	if (check_out(b, c, id, len, ret))
 		return -EPROTO;
-	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD) && c->sliced) {
+	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD ||
+	     id == B_SLICER_COARSE || id == B_SLICER_NOLOG) &&
+	    c->sliced) {
 		/* Free the slot as a splicer would, outside the measurement. */
 		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);
 		if (NFSL_TOKEN_IDX(ntohl(tok->slot)) >= NFSL_DEF_SLOTS)

@@ -22,6 +22,8 @@
 
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"
+#include "slicer_coarse.skel.h"
+#include "slicer_nolog.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -207,6 +209,23 @@ int dp_setup_domain(struct bench *b)
 	err = slicer_nofib_bpf__load(b->sn);
 	if (err) {
 		pr_err("cannot load the slicer-nofib: %s", strerror(-err));
+		return -1;
+	}
+
+	/* The slicer with the coarse clock and no log, and with no log: the
+	 * production slicer's maps, cursor included. */
+	b->sco = slicer_coarse_bpf__open();
+	if (!b->sco || reuse_maps(b->sco->maps.nfsl_store, b->sco->maps.nfsl_config,
+				  b->sco->maps.nfsl_counters, b->sco->maps.nfsl_cursor, b->sl) ||
+	    (err = slicer_coarse_bpf__load(b->sco))) {
+		pr_err("cannot load the slicer-coarse: %s", strerror(b->sco ? -err : errno));
+		return -1;
+	}
+	b->snl = slicer_nolog_bpf__open();
+	if (!b->snl || reuse_maps(b->snl->maps.nfsl_store, b->snl->maps.nfsl_config,
+				  b->snl->maps.nfsl_counters, b->snl->maps.nfsl_cursor, b->sl) ||
+	    (err = slicer_nolog_bpf__load(b->snl))) {
+		pr_err("cannot load the slicer-nolog: %s", strerror(b->snl ? -err : errno));
 		return -1;
 	}
 

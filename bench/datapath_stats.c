@@ -98,6 +98,30 @@ static int baseline_of(const struct bcase *c, int id, double *target)
 	return benches[id].baseline;
 }
 
+void dp_compare(const struct bench *b, const struct bcase *c, const struct comparison *k,
+		struct compared *out)
+{
+	unsigned int R = b->o.rounds;
+	double d[MAX_ROUNDS], q[MAX_ROUNDS];
+
+	memset(out, 0, sizeof(*out));
+	if (!c->sliced || !dp_applies(b, c, k->a) || !dp_applies(b, c, k->b))
+		return;
+	for (unsigned int r = 0; r < R; r++) {
+		double x = dp_net(c, k->a, r), y = dp_net(c, k->b, r);
+
+		d[r] = x - y;
+		q[r] = x / y;
+	}
+	out->diff = quantile(d, R, 0.5);
+	out->d25 = quantile(d, R, 0.25);
+	out->d75 = quantile(d, R, 0.75);
+	out->ratio = quantile(q, R, 0.5);
+	out->r25 = quantile(q, R, 0.25);
+	out->r75 = quantile(q, R, 0.75);
+	out->valid = true;
+}
+
 void dp_summarize(const struct bench *b, const struct bcase *c, int id, struct summary *s)
 {
 	unsigned int R = b->o.rounds, r, n = 0;

@@ -12,6 +12,10 @@
  *                        (bpf_xdp_get_buff_len): the price of a call and
  *                        return into the kernel, which the route check
  *                        pays about a dozen times (docs/benchmarks.md)
+ *   bench_xdp_clock      one read of the slicer's parking clock,
+ *                        bpf_ktime_get_ns (CLOCK_MONOTONIC, ns)
+ *   bench_xdp_clock_coarse  one read of the coarse clock it replaced
+ *                        (issue 10 §2; docs/benchmarks.md "Parking clock")
  *   bench_xdp_copy       bpf_xdp_load_bytes of the payload into the payload
  *                        of the slot the slicer takes next in its per-CPU
  *                        partition (bench_next_slot), then a locked add
@@ -81,6 +85,20 @@ SEC("xdp")
 int bench_xdp_call(struct xdp_md *ctx)
 {
 	bench_sink = bpf_xdp_get_buff_len(ctx);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int bench_xdp_clock(struct xdp_md *ctx)
+{
+	bench_sink = bpf_ktime_get_ns();
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int bench_xdp_clock_coarse(struct xdp_md *ctx)
+{
+	bench_sink = bpf_ktime_get_coarse_ns();
 	return XDP_PASS;
 }
 

@@ -167,7 +167,9 @@ static void evict(struct nfsl_ttl *t, const struct nfsl_park_rec *e, __u64 now_n
 		  struct nfsl_ttl_result *res)
 {
 	struct nfsl_ttl_evicted ev = {
-		.slot = e->slot, .gen = e->gen, .parked_ns = e->parked_ns,
+		.slot = e->slot,
+		.gen = e->gen,
+		.parked_ns = e->parked_ns,
 		.age_ns = now_ns - e->parked_ns,
 	};
 	struct nfsl_slot *s;

@@ -193,8 +193,11 @@ Test(ttl_mem, overrun)
 	/* 20 attempts: 3 parks in slot 2 and 20 in slot 3, never released;
 	 * the others in slot 0, each released */
 	for (__u32 a = 1; a <= 20; a++) {
-		__u32 k = a == 3 ? 2 : a == 20 ? 3 : 0, gen = sim_park(&m, 0, k, 100 * MS + a, true);
+		__u32 k = a == 3 ? 2 : 0, gen;
 
+		if (a == 20)
+			k = 3;
+		gen = sim_park(&m, 0, k, 100 * MS + a, true);
 		cr_assert_neq(gen, 0, "attempt %u", a);
 		if (k == 0)
 			cr_assert(nfsl_slot_release(&m.store[k], gen));
