@@ -210,9 +210,10 @@ static void scan_part(struct nfsl_ttl *t, __u32 g, __u32 head, __u64 now_ns, __u
 	struct nfsl_ttl_part *p = &t->parts[g];
 	__u32 L = t->part_slots, r = p->rd;
 
-	if (!p->started) {
+	if (!p->started || (__s32)(head - r) < -1) {
 		/* The oldest attempt the log can still hold (the clock starts
-		 * at 0: the first attempt is 1). */
+		 * at 0: the first attempt is 1); also where the clock went
+		 * back (a partition's state reset: tests, benchmarks). */
 		r = head >= L ? head - L + 1 : 1;
 		p->started = true;
 	} else if ((__s32)(head - r) >= (__s32)L) {

@@ -308,6 +308,26 @@ Test(ttl_mem, partitions)
 	sim_fini(&m);
 }
 
+/* A partition's clock that goes back (its state reset, as tests and
+ * benchmarks do) makes the scanner start afresh, not wait for it. */
+Test(ttl_mem, clock_reset)
+{
+	struct nfsl_ttl_result r;
+	struct sim m;
+
+	sim_init(&m, 8, 1, 1);
+	for (__u32 k = 0; k < 6; k++)
+		cr_assert_eq(sim_park(&m, 0, k, 100 * MS, true), 1);
+	cr_assert_eq(sim_scan(&m, 200 * MS, &r), 0);
+	cr_expect_eq(r.evicted, 6);
+	m.seq[0] = 0;
+	memset(m.log, 0, m.cfg.slots * sizeof(*m.log));
+	cr_assert_eq(sim_park(&m, 0, 0, 300 * MS, true), 2);
+	cr_assert_eq(sim_scan(&m, 400 * MS, &r), 0);
+	cr_expect_eq(r.evicted, 1);
+	sim_fini(&m);
+}
+
 Test(ttl_mem, api_edges)
 {
 	struct nfsl_ttl_result r;
