@@ -41,10 +41,26 @@ each running nfslice-nf ...,l2fwd):
 6. forged drop notices (EtherType 0x88B5 into the NF port: random tokens,
    a real token with a bad MAC, garbage, a replayed notice) free nothing
    and count bad_notice, while a genuine one frees its slot.
+7. functional equivalence in park (PayloadPark §6.2.6): l2fwd, fw, nat,
+   lb, qos and fw,nat,lb (each followed by l2fwd, --drop-notice) on NF
+   server A, in every --rx mode: what the server captures with the domain
+   attached equals, byte for byte and in count, what it captures without
+   one (the slicing host only routes), and that is what 1. checks (the
+   allowed frames, from EXT_IP, one backend per flow ...); the NF
+   counters are the same both ways; with slicing on the slicer sliced
+   every BIG frame and nothing else, each payload came back spliced or
+   freed by a notice (one per dropped sliced header, no bad_notice), none
+   evicted or stale, the store empty. The NF links have two queues and
+   the client sends each flow from CPU dport % 2, which nfpark's XPS
+   turns into NF server A's RX queue, so privring and smallpriv run 2
+   workers too; nat and the chain keep the inline cases (CHAIN_CASES:
+   1 worker with privring and smallpriv) and one queue (everything from
+   CPU 0), as one_queue does inline. Every worker gets frames.
 
 Every test starts from a clean rig and leaves one (fixtures xr and pr:
 processes stopped, domains detached), also when it fails.
 """
+import functools
 import os
 import random
 import signal
@@ -74,8 +90,17 @@ FWGEN = ROOT / "scripts" / "fwgen.py"
 # Timeouts far beyond the test's length: no flow expires while it runs.
 NAT_OPTS = ("--ext-ip", EXT_IP, "--expire", 600)
 LB_OPTS = ("--nf-opt", f"lb.vip={VIP},lb.timeout=600")
+# The chain on one device (park): nat takes every source for the LAN, not
+# only 10/8 (the firewall's trace flows come from anywhere).
+PARK_CHAIN_OPTS = ("--nf-opt", f"{LB_OPTS[1]},nat.lan_net=0.0.0.0/0")
+# A remote port of nat's second worker (of 2, ports from 1024): with one
+# device nat steers every frame by destination port (docs/nf.md "NAT").
+NAT_W1_PORT = 40001
 # qos, everything green: ~8 Gbit/s and 100 MB buckets.
 QOS_GREEN = ("--cir", "1G", "--cbs", "100M", "--ebs", "100M")
+# Queues of the park rig's NF links: privring and smallpriv need one per
+# worker.
+PARK_QUEUES = WORKERS
 
 Flow = namedtuple("Flow", "v6 proto src dst sport dport deny")
 
@@ -143,7 +168,7 @@ def one_queue(xr):
 def park():
     if not NF.exists():
         pytest.fail(f"{NF} is missing: build it with make")
-    r = nfpark.PRig("nfpk").up()
+    r = nfpark.PRig("nfpk", queues=PARK_QUEUES).up()
     yield r
     r.destroy()
 
@@ -178,6 +203,7 @@ OWN_RULES = f"""\
 {GEN6} {SINK6} any 7107:7108 any deny
 {GEN4} {VIP} any 7007:7008 any deny
 {nfpark.CLI4} {nfpark.SRV4} any 7107:7108 any deny
+{nfpark.CLI4} {VIP} any 7007:7008 any deny
 """
 
 
@@ -289,16 +315,16 @@ class Result(namedtuple("Result", "got rev rep dom")):
 
 def inline_run(xr, chain, opts, frames, expect, on, workers=WORKERS,
                mode="rxbisect", replies=None, rev_expect=0):
-    """nfslice-nf --nf CHAIN,l2fwd OPTS (domain DOMAIN attached when ON),
-    FRAMES sent from the gen, EXPECT frames captured at the sink; with
-    REPLIES (captured -> frames from the sink), those sent back and
-    REV_EXPECT captured at the gen. A Result."""
+    """nfslice-nf --nf CHAIN,l2fwd (with_l2fwd) OPTS (domain DOMAIN
+    attached when ON), FRAMES sent from the gen, EXPECT frames captured at
+    the sink; with REPLIES (captured -> frames from the sink), those sent
+    back and REV_EXPECT captured at the gen. A Result."""
     name = DOMAIN if on else None
     if on:
         xr.attach(DOMAIN)
         st0 = xr.stats(DOMAIN)
     nf = xr.start_nf("--workers", workers, "--rx", mode, "--nf",
-                     f"{chain},l2fwd", *opts, name=name)
+                     with_l2fwd(chain), *opts, name=name)
     rev = []
     try:
         cap = xr.capture(expect)
@@ -311,27 +337,39 @@ def inline_run(xr, chain, opts, frames, expect, on, workers=WORKERS,
             rev = cap.finish(10)
     finally:
         rep = nf.stop()
-    dom = None
-    if on:
-        st = xr.stats(DOMAIN)
-        dom = delta(st, st0)
-        dom["slots_busy"] = st["slots_busy"]
-        xr.detach(DOMAIN)
-    return Result(sorted(got), sorted(rev), rep, dom)
+    return Result(sorted(got), sorted(rev), rep,
+                  run_domain(xr, st0) if on else None)
+
+
+def with_l2fwd(chain):
+    """CHAIN followed by l2fwd, which addresses the frames to the far end
+    (l2fwd alone: itself; twice would swap the MACs back)."""
+    return chain if chain == "l2fwd" else f"{chain},l2fwd"
+
+
+def run_domain(rig, st0):
+    """Domain DOMAIN's counters since ST0 and its slots_busy now; then
+    detached (the end of a run with slicing on)."""
+    st = rig.stats(DOMAIN)
+    dom = delta(st, st0)
+    dom["slots_busy"] = st["slots_busy"]
+    rig.detach(DOMAIN)
+    return dom
 
 
 def equivalence(xr, chain, opts, frames, expect, workers=WORKERS,
-                mode="rxbisect", replies=None, rev_expect=0):
-    """inline_run() with slicing off, then on; asserts what both see the
-    same way: the same frames in count and bytes, the same NF counters,
-    and with slicing on every BIG frame sliced, none evicted or stale, the
-    store empty. Returns (off, on) Results."""
+                mode="rxbisect", replies=None, rev_expect=0, run=inline_run):
+    """RUN (inline_run(), or park_run() in the park rig XR) with slicing
+    off, then on; asserts what both see the same way: the same frames in
+    count and bytes, the same NF counters, and with slicing on every BIG
+    frame sliced, none evicted or stale, the store empty, every payload
+    accounted for. Returns (off, on) Results."""
     what = f"{chain} ({mode}, {workers} workers)"
     sent = [f for f, _ in frames]
-    off = inline_run(xr, chain, opts, sent, expect, False, workers, mode,
-                     replies, rev_expect)
-    on = inline_run(xr, chain, opts, sent, expect, True, workers, mode,
-                    replies, rev_expect)
+    off = run(xr, chain, opts, sent, expect, False, workers, mode, replies,
+              rev_expect)
+    on = run(xr, chain, opts, sent, expect, True, workers, mode, replies,
+             rev_expect)
     for r, tag in ((off, "off"), (on, "on")):
         assert len(r.got) == expect, \
             f"{what}, slicing {tag}: {len(r.got)} of {expect} frames at " \
@@ -359,9 +397,12 @@ def equivalence(xr, chain, opts, frames, expect, workers=WORKERS,
         (nbig, 0, 0, 0), f"{what}: {nbig} BIG frames sent; domain {d}"
     assert d["slots_busy"] == 0, f"{what}: slots left busy: {d}"
     t = on.rep["total"]
-    # Every payload parked came back: spliced by the NF or released with
-    # the header it dropped.
-    assert t["spliced"] + t["released"] == d["sliced"], \
+    # Every payload parked came back: spliced (inline by the NF, in park by
+    # the slicing host's splicer) or freed with the header the NF dropped
+    # (inline released by the NF, in park by the NF's drop notice).
+    assert t["spliced"] + t["released"] + d["spliced"] + \
+        d["explicit_drop"] == d["sliced"] and \
+        (t["notices"], d["bad_notice"]) == (d["explicit_drop"], 0), \
         f"{what}: NF {t}, domain {d}"
     return off, on
 
@@ -375,6 +416,7 @@ def predicted(frames):
 # ------------------------------------------------ 1. functional equivalence --
 FW_CASES = [("privring", 2), ("smallpriv", 2), ("shring", 2),
             ("rxbisect", 2)]
+FW_IDS = [f"{m}-{w}w" for m, w in FW_CASES]
 
 
 def fw_frames(fw_flows):
@@ -385,8 +427,7 @@ def fw_frames(fw_flows):
             build(own_flows(v6=True, n=6, dport0=7103), seed=13))
 
 
-@pytest.mark.parametrize("mode,workers", FW_CASES,
-                         ids=[f"{m}-{w}w" for m, w in FW_CASES])
+@pytest.mark.parametrize("mode,workers", FW_CASES, ids=FW_IDS)
 def test_fw_equivalence(xr, fw, mode, workers):
     """fw: slicing on = off, and both = the oracle's verdicts (the allowed
     frames, MACs swapped, nothing else). NF counters: allowed and denied
@@ -407,10 +448,10 @@ def test_fw_equivalence(xr, fw, mode, workers):
 
 CHAIN_CASES = [("rxbisect", 2), ("shring", 2), ("privring", 1),
                ("smallpriv", 1)]
+CHAIN_IDS = [f"{m}-{w}w" for m, w in CHAIN_CASES]
 
 
-@pytest.mark.parametrize("mode,workers", CHAIN_CASES,
-                         ids=[f"{m}-{w}w" for m, w in CHAIN_CASES])
+@pytest.mark.parametrize("mode,workers", CHAIN_CASES, ids=CHAIN_IDS)
 def test_chain_equivalence(one_queue, fw, mode, workers):
     """fw,nat,lb: slicing on = off. Of the trace flows, the gen's flows to
     the sink and to the VIP, the allowed ones arrive with the external
@@ -452,8 +493,7 @@ def check_nat_lb(got, sent, what):
     assert not by_payload, f"{what}: missing {list(by_payload.values())}"
 
 
-@pytest.mark.parametrize("mode,workers", CHAIN_CASES,
-                         ids=[f"{m}-{w}w" for m, w in CHAIN_CASES])
+@pytest.mark.parametrize("mode,workers", CHAIN_CASES, ids=CHAIN_IDS)
 def test_nat_equivalence(one_queue, mode, workers):
     """nat in every --rx mode (rxbisect and shring with 2 workers, the WAN
     steered by port; privring and smallpriv with 1: their queues cannot
@@ -934,3 +974,219 @@ def test_park_forged_notice_frees_nothing(pr):
     d = delta(st, st0)
     assert (d["explicit_drop"], d["bad_notice"], st["slots_busy"]) == \
         (1, bad + 1, 9), f"after the genuine notice again: {st}"
+
+
+# ------------------------------------- 7. functional equivalence in park --
+def park_queue_cpus():
+    """For each RX queue q of the NF servers, a CPU this process may send
+    from whose frames reach q (nfpark: CPU c -> queue c % PARK_QUEUES), or
+    None."""
+    mine = sorted(os.sched_getaffinity(0))
+    return [next((c for c in mine if c % PARK_QUEUES == q), None)
+            for q in range(PARK_QUEUES)]
+
+
+def park_cpus(frames, spread):
+    """The CPU each of FRAMES is sent from: with SPREAD, the one of queue
+    dport % PARK_QUEUES (a flow keeps its queue); else the first queue's,
+    for all (one queue: every worker sees its frames in the order sent,
+    which nat's port choice follows, as one_queue inline)."""
+    cpus = park_queue_cpus()
+    return [cpus[nfpkt.parse(f).dport % PARK_QUEUES if spread else 0]
+            for f in frames]
+
+
+def park_run(pr, chain, opts, frames, expect, on, workers, mode,
+             replies=None, rev_expect=0, spread=True):
+    """equivalence()'s run in the park rig: nfslice-nf --workers WORKERS
+    --rx MODE --nf CHAIN,l2fwd --drop-notice OPTS on NF server A, which
+    knows nothing of the store; with ON, domain DOMAIN attached to the
+    slicing host (c0, s0; NF ports p0, p1), without it the slicing host
+    only routes. FRAMES from the client, from the CPUs of park_cpus(FRAMES,
+    SPREAD); EXPECT frames captured at the server; with slicing on, the
+    NF stops once the store is empty (every notice taken). A Result
+    (forward only: no REPLIES)."""
+    assert replies is None and rev_expect == 0, "park_run: forward only"
+    if on:
+        pr.attach_park(DOMAIN)
+        st0 = pr.stats(DOMAIN)
+    nf = pr.start_nf("nfa", "--workers", workers, "--rx", mode, "--nf",
+                     with_l2fwd(chain), "--drop-notice", *opts)
+    try:
+        cap = pr.capture(expect, role="srv", dev="srv0")
+        pr.send("cli", "cli0", frames, cpu=park_cpus(frames, spread))
+        got = cap.finish(10)
+        if on:
+            try:
+                poll(lambda: pr.stats(DOMAIN)["slots_busy"] == 0, 3,
+                     "an empty store")
+            except AssertionError:
+                pass    # equivalence() says so, with the counters
+    finally:
+        rep = nf.stop()
+    return Result(sorted(got), [], rep, run_domain(pr, st0) if on else None)
+
+
+def park_equivalence(pr, chain, opts, frames, expect, mode, workers,
+                     spread=True):
+    """equivalence() in the park rig (park_run()); also asserts that the
+    slicer sliced the BIG frames and skipped the others as small, and that
+    every worker received frames, slicing off and on. (off, on)."""
+    if spread and mode in ("privring", "smallpriv") and \
+            None in park_queue_cpus()[:workers]:
+        pytest.skip(f"{mode} with {workers} workers needs frames on "
+                    f"{workers} RX queues of the NF server; the park rig "
+                    f"picks the queue by the sender's CPU, and this process "
+                    f"may run on CPUs {sorted(os.sched_getaffinity(0))} "
+                    f"only")
+    off, on = equivalence(pr, chain, opts, frames, expect, workers, mode,
+                          run=functools.partial(park_run, spread=spread))
+    what = f"park {chain} ({mode}, {workers} workers)"
+    nbig = sum(is_big(f) for f, _ in frames)
+    assert (on.dom["sliced"], on.dom["skipped_small"]) == \
+        (nbig, len(frames) - nbig), f"{what}: domain {on.dom}"
+    for r, tag in ((off, "off"), (on, "on")):
+        rx = [w["rx"] for w in r.rep["per_worker"]]
+        assert len(rx) == workers and all(rx) and sum(rx) == len(frames), \
+            f"{what}, slicing {tag}: frames received per worker {rx}"
+    return off, on
+
+
+@pytest.mark.parametrize("mode,workers", FW_CASES, ids=FW_IDS)
+def test_park_l2fwd_equivalence(pr, mode, workers):
+    """l2fwd alone on NF server A: slicing on = off = every frame at the
+    server as the slicing host routes it (TTL - 2, its MACs), sliced and
+    small; with slicing on every payload spliced, no drop notice."""
+    frames = park_frames(own_flows(n=16, src=nfpark.CLI4, dst=nfpark.SRV4,
+                                   dport0=7201), seed=121)
+    off, on = park_equivalence(pr, "l2fwd", (), frames, len(frames), mode,
+                               workers)
+    diff = nfpkt.first_difference(off.got, sorted(at_server(f)
+                                                  for f, _ in frames))
+    assert diff is None, f"l2fwd ({mode}): not the frames sent: {diff}"
+    assert (on.dom["spliced"], on.dom["explicit_drop"]) == \
+        (on.dom["sliced"], 0), on.dom
+
+
+@pytest.mark.parametrize("mode,workers", FW_CASES, ids=FW_IDS)
+def test_park_fw_equivalence(pr, fw, mode, workers):
+    """fw on NF server A (the trace flows and the client's own, 32 of 98
+    denied): slicing on = off = the oracle's allowed frames at the server
+    (TTL - 2, its MACs); allowed and denied as predicted both ways; with
+    slicing on, one drop notice per denied BIG frame frees its slot
+    (explicit_drop), the allowed BIG frames are spliced."""
+    rules, _, _ = fw
+    frames = park_frames(park_fw_flows(fw), seed=131)
+    want = sorted(at_server(f) for f, fl in frames if not fl.deny)
+    off, on = park_equivalence(pr, "fw", ("--rules", rules), frames,
+                               len(want), mode, workers)
+    diff = nfpkt.first_difference(off.got, want)
+    assert diff is None, f"fw ({mode}): not the allowed frames: {diff}"
+    c = on.rep["nf_counters"]["fw"]
+    ndeny = sum(fl.deny for _, fl in frames)
+    assert (c["allowed"], c["denied"]) == (len(want), ndeny), c
+    assert (on.dom["explicit_drop"], on.dom["spliced"]) == \
+        (sum(fl.deny and is_big(f) for f, fl in frames),
+         sum(not fl.deny and is_big(f) for f, fl in frames)), on.dom
+
+
+@pytest.mark.parametrize("mode,workers", CHAIN_CASES, ids=CHAIN_IDS)
+def test_park_nat_equivalence(pr, mode, workers):
+    """nat on NF server A (one device: LAN by source, every frame steered
+    by destination port with 2 workers; the flows' ports reach both):
+    slicing on = off; every frame at the server from EXT_IP, one external
+    port per flow, kept by all its frames, no two flows on one port;
+    translated_out = every frame, nothing unsolicited or dropped."""
+    frames = (park_frames(own_flows(n=16, src=nfpark.CLI4,
+                                    dst=nfpark.SRV4, dport0=7201), seed=141)
+              + park_frames(own_flows(n=8, src=nfpark.CLI4, dst=nfpark.SRV4,
+                                      dport0=NAT_W1_PORT, sport0=43000),
+                            seed=142))
+    off, on = park_equivalence(pr, "nat", NAT_OPTS, frames, len(frames),
+                               mode, workers, spread=False)
+    check_nat_lb(off.got, frames, f"nat ({mode})")
+    flow_of = {nfpkt.parse(f).payload: fl for f, fl in frames}
+    ext = {}
+    for g in off.got:
+        p = nfpkt.parse(g)
+        fl = flow_of[p.payload]
+        assert ext.setdefault(fl, p.sport) == p.sport, (fl, p)
+    assert len(set(ext.values())) == len(ext) == len(set(flow_of.values()))
+    c = on.rep["nf_counters"]["nat"]
+    assert (c["translated_out"], c["translated_in"], c["unsolicited"],
+            c["misrouted"], c["table_full"]) == (len(frames), 0, 0, 0, 0), c
+
+
+@pytest.mark.parametrize("mode,workers", CHAIN_CASES, ids=CHAIN_IDS)
+def test_park_chain_equivalence(pr, fw, mode, workers):
+    """fw,nat,lb on NF server A (nat: every source the LAN): slicing on =
+    off. Of the trace flows and the client's flows to the server and to
+    the VIP, the allowed ones arrive from EXT_IP, the VIP's at one backend
+    per flow; denied as predicted, every allowed frame translated; one
+    drop notice per denied BIG frame."""
+    rules, backends, _ = fw
+    frames = (park_frames(park_fw_flows(fw), seed=151) +
+              park_frames(own_flows(src=nfpark.CLI4, dst=VIP, dport0=7001,
+                                    sport0=42000), seed=152))
+    allowed = [(f, fl) for f, fl in frames if not fl.deny]
+    off, on = park_equivalence(pr, "fw,nat,lb",
+                               ("--rules", rules, *NAT_OPTS, "--backends",
+                                backends, *PARK_CHAIN_OPTS),
+                               frames, len(allowed), mode, workers,
+                               spread=False)
+    check_nat_lb(off.got, allowed, f"chain ({mode})")
+    c = on.rep["nf_counters"]
+    assert c["fw"]["denied"] == len(frames) - len(allowed), c
+    assert c["nat"]["translated_out"] == len(allowed), c
+    assert on.dom["explicit_drop"] == \
+        sum(fl.deny and is_big(f) for f, fl in frames), on.dom
+
+
+@pytest.mark.parametrize("mode,workers", FW_CASES, ids=FW_IDS)
+def test_park_lb_equivalence(pr, fw, mode, workers):
+    """lb on NF server A: slicing on = off; the VIP's 24 flows reach one
+    backend each, all three used; the flows to the server arrive as routed
+    (TTL - 2, its MACs), untouched; table and connection hits = the VIP's
+    frames, passed = the others."""
+    _, backends, _ = fw
+    vip = [fl._replace(deny=False) for fl in own_flows(
+        n=24, src=nfpark.CLI4, dst=VIP, dport0=7001, sport0=44000)]
+    frames = (park_frames(vip, seed=161) +
+              park_frames(own_flows(src=nfpark.CLI4, dst=nfpark.SRV4,
+                                    dport0=7201), seed=162))
+    off, on = park_equivalence(pr, "lb", ("--backends", backends, *LB_OPTS),
+                               frames, len(frames), mode, workers)
+    by_dst = {}
+    for g in off.got:
+        by_dst.setdefault(socket.inet_ntoa(nfpkt.parse(g).dst), []).append(g)
+    assert set(by_dst) == {*BACKENDS, nfpark.SRV4}, sorted(by_dst)
+    assert by_dst[nfpark.SRV4] == sorted(at_server(f) for f, fl in frames
+                                         if fl.dst != VIP)
+    flow_of = {nfpkt.parse(f).payload: fl for f, fl in frames}
+    backend_of = {}
+    for b in BACKENDS:
+        for g in by_dst[b]:
+            fl = flow_of[nfpkt.parse(g).payload]
+            assert fl.dst == VIP and backend_of.setdefault(fl, b) == b, \
+                f"lb ({mode}): {fl} at {b} (and {backend_of.get(fl)})"
+    assert len(backend_of) == len(vip), backend_of
+    c = on.rep["nf_counters"]["lb"]
+    nvip = sum(fl.dst == VIP for _, fl in frames)
+    assert c["table_hits"] + c["conn_hits"] == nvip and \
+        c["passed"] == len(frames) - nvip, c
+
+
+@pytest.mark.parametrize("mode,workers", FW_CASES, ids=FW_IDS)
+def test_park_qos_equivalence(pr, mode, workers):
+    """qos with a CIR far above the traffic on NF server A: slicing on =
+    off = every frame at the server as routed, sliced and small, all
+    green; green_bytes = the original IP lengths (from the token for a
+    sliced header, which is ~60 B)."""
+    frames = park_frames(own_flows(n=24, src=nfpark.CLI4, dst=nfpark.SRV4,
+                                   dport0=7201), seed=171)
+    off, on = park_equivalence(pr, "qos", QOS_GREEN, frames, len(frames),
+                               mode, workers)
+    assert off.got == sorted(at_server(f) for f, _ in frames)
+    c = on.rep["nf_counters"]["qos"]
+    assert (c["green"], c["yellow"], c["red"], c["green_bytes"]) == \
+        (len(frames), 0, 0, sum(len(f) - 14 for f, _ in frames)), c
