@@ -31,6 +31,8 @@
  *   slicer-coarse the slicer as before TTL eviction (issue 10 §2): the
  *                 coarse clock (a jiffy) for the parked time, no park log
  *                 (bench/bpf/slicer_coarse.bpf.c)
+ *   splicer-nores the splicer without its residency histogram
+ *                 (bench/bpf/splicer_nores.bpf.c)
  *   slicer-nolog  the slicer with the precise clock, no park log
  *                 (bench/bpf/slicer_nolog.bpf.c); the comparisons after
  *                 the table price the clock and the log (dp_compare)
@@ -114,6 +116,7 @@ enum bench_id {
 	B_TC_PARSE,
 	B_TC_STORE,
 	B_SPLICER,
+	B_SPLICER_NORES,
 	B_TC_STORE_LAG,
 	B_SPLICER_LAG,
 	B_LIVE_EMPTY,
@@ -144,6 +147,7 @@ struct slicer_bpf;
 struct slicer_nofib_bpf;
 struct slicer_coarse_bpf;
 struct slicer_nolog_bpf;
+struct splicer_nores_bpf;
 struct splicer_bpf;
 struct bench_xdp_bpf;
 struct bench_tc_bpf;
@@ -198,6 +202,7 @@ struct bench {
 	struct slicer_nofib_bpf *sn;
 	struct slicer_coarse_bpf *sco; /* slicer-coarse */
 	struct slicer_nolog_bpf *snl;  /* slicer-nolog */
+	struct splicer_nores_bpf *spn; /* splicer-nores */
 	struct splicer_bpf *sp;
 	struct bench_xdp_bpf *bx;
 	struct bench_xdp_bpf *bxc; /* xdp-copy-cold: on slicer-cold's maps */

@@ -21,6 +21,7 @@
 #include "slicer_nofib.skel.h"
 #include "slicer_coarse.skel.h"
 #include "slicer_nolog.skel.h"
+#include "splicer_nores.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -49,6 +50,7 @@ const struct bench_desc benches[B_NR] = {
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
 	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
 	[B_SPLICER] = {"splicer", HOOK_TC, 0, B_TC_EMPTY, B_TC_STORE, 2.0, -1},
+	[B_SPLICER_NORES] = {"splicer-nores", HOOK_TC, 0, B_TC_EMPTY, B_TC_STORE, 0, -1},
 	[B_TC_STORE_LAG] = {"tc-store-lag", HOOK_TC, BF_SLICED | BF_LAG, B_TC_EMPTY, -1, 0, -1},
 	[B_SPLICER_LAG] = {"splicer-lag", HOOK_TC, BF_SLICED | BF_LAG, B_TC_EMPTY, B_TC_STORE_LAG,
 			   2.0, -1},
@@ -64,6 +66,7 @@ const struct comparison comparisons[] = {
 	{ B_SLICER, B_SLICER_COARSE, "precise clock + park log" },
 	{ B_SLICER_NOLOG, B_SLICER_COARSE, "precise clock" },
 	{ B_SLICER, B_SLICER_NOLOG, "park log" },
+	{ B_SPLICER, B_SPLICER_NORES, "residency histogram" },
 };
 const unsigned int ncomparisons = sizeof(comparisons) / sizeof(comparisons[0]);
 
@@ -171,6 +174,7 @@ out:
 	splicer_bpf__destroy(b.sp);
 	slicer_nofib_bpf__destroy(b.sn);
 	slicer_nolog_bpf__destroy(b.snl);
+	splicer_nores_bpf__destroy(b.spn);
 	slicer_coarse_bpf__destroy(b.sco);
 	slicer_bpf__destroy(b.slc);
 	slicer_bpf__destroy(b.sl);

@@ -87,6 +87,8 @@ static int parse_programs(struct opts *o, const char *arg)
 				o->sel[B_LIVE_PARSE] = true;
 			if (k == B_SPLICER)
 				o->sel[B_TC_PARSE] = true;
+			if (k == B_SPLICER_NORES)
+				o->sel[B_SPLICER] = true; /* the comparison */
 		}
 	}
 out:
@@ -163,7 +165,7 @@ static void usage(FILE *f)
 		"                       xdp-clock-coarse, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
 		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
-		"                       slicer-nolog,\n"
+		"                       slicer-nolog, splicer-nores,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"
 		"  -c, --cpu N          CPU to pin to (default: the last online CPU)\n"

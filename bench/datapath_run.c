@@ -22,6 +22,7 @@
 #include "slicer_nofib.skel.h"
 #include "slicer_coarse.skel.h"
 #include "slicer_nolog.skel.h"
+#include "splicer_nores.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -72,6 +73,8 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->bt->progs.bench_tc_store);
 	default:
 		return bpf_program__fd(b->sp->progs.nfsl_splicer);
+	case B_SPLICER_NORES:
+		return bpf_program__fd(b->spn->progs.nfsl_splicer);
 	}
 }
 
@@ -183,6 +186,7 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 			goto bad;
 		return 0;
 	case B_SPLICER:
+	case B_SPLICER_NORES:
 	case B_SPLICER_LAG:
 		if (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))
 			goto bad;

@@ -24,6 +24,7 @@
 #include "slicer_nofib.skel.h"
 #include "slicer_coarse.skel.h"
 #include "slicer_nolog.skel.h"
+#include "splicer_nores.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
 #include "bench_tc.skel.h"
@@ -240,6 +241,14 @@ int dp_setup_domain(struct bench *b)
 	err = splicer_bpf__load(b->sp);
 	if (err) {
 		pr_err("cannot load the splicer: %s", strerror(-err));
+		return -1;
+	}
+	/* The splicer without its histogram: the same maps. */
+	b->spn = splicer_nores_bpf__open();
+	if (!b->spn || reuse_maps(b->spn->maps.nfsl_store, b->spn->maps.nfsl_config,
+				  b->spn->maps.nfsl_counters, b->spn->maps.nfsl_cursor, b->sl) ||
+	    (err = splicer_nores_bpf__load(b->spn))) {
+		pr_err("cannot load the splicer-nores: %s", strerror(b->spn ? -err : errno));
 		return -1;
 	}
 

@@ -27,6 +27,44 @@
 #include "nfsl_maps.h"
 #include "nfsl_splice.h"
 
+/* Residency of spliced payloads, us: log2 buckets and their sum
+ * (NFSL_RES_BUCKETS, nfsl_consts.h), per CPU; pinned as "residency".
+ * Its price per packet: docs/manager.md "Metrics"; the
+ * benchmark builds the splicer without it (bench/bpf/splicer_nores.bpf.c). */
+#ifndef NFSL_RESIDENCY
+#define NFSL_RESIDENCY 1
+#endif
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfsl_residency);
+} nfsl_residency SEC(".maps");
+
+/* Count a payload parked at @parked_ns (CLOCK_MONOTONIC) spliced now. */
+static __always_inline void nfsl_residency_add(__u64 parked_ns)
+{
+	__u64 now = bpf_ktime_get_ns(), us = now > parked_ns ? (now - parked_ns) / 1000 : 0;
+	__u32 b = 0, zero = 0;
+	struct nfsl_residency *h;
+	__u64 v = us;
+
+	/* b = bit length of us (0 for 0), by halving: no clz in BPF. */
+	if (v >> 16) { b += 16; v >>= 16; }
+	if (v >> 8) { b += 8; v >>= 8; }
+	if (v >> 4) { b += 4; v >>= 4; }
+	if (v >> 2) { b += 2; v >>= 2; }
+	if (v >> 1) { b += 1; v >>= 1; }
+	b += v;
+	if (b >= NFSL_RES_BUCKETS || us >> 32)
+		b = NFSL_RES_BUCKETS - 1;
+	h = bpf_map_lookup_elem(&nfsl_residency, &zero);
+	if (h) {
+		h->bucket[b & (NFSL_RES_BUCKETS - 1)]++;
+		h->sum_us += us;
+	}
+}
+
 /*
  * nfsl_token_find - are the 16 bytes at @tok_off one of our tokens?
  * (nfsl_token_index, nfsl_token_ours)
@@ -56,6 +94,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	void *data_end = (void *)(long)skb->data_end;
 	__u32 gen, len, tok_off, new_l3, mtu;
 	struct nfsl_slot *s = NULL;
+	__u64 parked_ns;
 	__u16 *csum_field, csum;
 	struct nfsl_token tok;
 	__u8 flags;
@@ -69,6 +108,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 		goto stale;
 	len = s->len;
 	flags = s->flags;
+	parked_ns = s->parked_ns; /* valid if the release below succeeds */
 	if (!nfsl_splice_len_ok(len))
 		goto stale;
 
@@ -100,6 +140,8 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	if (!nfsl_slot_release(s, gen))
 		goto stale;
 	cnt->spliced++;
+	if (NFSL_RESIDENCY && !(cnt->spliced & (NFSL_RES_SAMPLE - 1)))
+		nfsl_residency_add(parked_ns);
 	return TC_ACT_OK;
 
 not_ours:

@@ -143,6 +143,15 @@ struct nfsl_mgr_counters {
 	__u64 reserved[NFSL_MGR_COUNTERS_WORDS - NFSL_NR_MGR_COUNTERS];
 };
 
+/* The splicer's residency histogram, one per CPU (pinned "residency"):
+ * spliced payloads by slice-to-splice time in log2 buckets of us
+ * (NFSL_RES_BUCKETS) and the sum of those times (a Prometheus histogram's
+ * _sum); one value, so one map lookup per splice. */
+struct nfsl_residency {
+	__u64 bucket[NFSL_RES_BUCKETS];
+	__u64 sum_us;
+};
+
 /* One interface of the domain, remembered for the slicer's route check,
  * detach and status. */
 struct nfsl_iface {

@@ -108,6 +108,13 @@ int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots)
 	return err ? err : bpf_map__set_max_entries(sl->maps.nfsl_parklog, slots);
 }
 
+int use_splicer_maps(struct splicer_bpf *sp, const char *dir, __u32 slots)
+{
+	int err = use_domain_maps(SKEL_MAPS(sp), dir, slots);
+
+	return err ? err : pin_at(sp->maps.nfsl_residency, dir, NFSL_PIN_RESIDENCY);
+}
+
 static int write_config(const char *dir, const struct nfsl_config *cfg)
 {
 	char path[PATH_MAX + 32];
@@ -378,7 +385,7 @@ static int load_splicer(const char *dir, struct nfsl_config *cfg,
 	sp = splicer_bpf__open();
 	if (!sp)
 		return -errno;
-	err = use_domain_maps(SKEL_MAPS(sp), dir, cfg->slots);
+	err = use_splicer_maps(sp, dir, cfg->slots);
 	if (!err)
 		err = splicer_bpf__load(sp);
 	if (err) {

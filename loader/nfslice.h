@@ -59,6 +59,10 @@ int use_domain_maps(struct bpf_map *const maps[4], const char *dir, __u32 slots)
  * upgrade). Returns 0 or -errno. */
 struct slicer_bpf;
 int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots);
+/* use_splicer_maps - the same for a splicer: the shared maps and its
+ * residency histogram (NFSL_PIN_RESIDENCY). */
+struct splicer_bpf;
+int use_splicer_maps(struct splicer_bpf *sp, const char *dir, __u32 slots);
 
 /* Name of the XDP program in the dispatcher, to find ours again. */
 #define NFSL_SLICER_PROG "nfsl_slicer"

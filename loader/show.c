@@ -21,14 +21,6 @@ struct show_opts {
 
 static const struct show_opts show_defaults = { .name = "default" };
 
-static const char *const pin_names[] = {
-	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
-	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN, NFSL_PIN_PARKLOG,
-	NFSL_PIN_MGR_COUNTERS,
-};
-#define NR_PINS (sizeof(pin_names) / sizeof(pin_names[0]))
-/* The first ones, four maps and the splicer, every domain has. */
-#define NR_PINS_ALWAYS 5
 
 /* Is pin @i of the domain at @dir to be shown? Those after the first
  * four maps and the splicer only where they are (a domain attached by an
@@ -37,9 +29,9 @@ static bool show_pin(const char *dir, size_t i)
 {
 	char path[PATH_MAX + 32];
 
-	if (i < NR_PINS_ALWAYS)
+	if (i < NFSL_NR_DOMAIN_PINS_ALWAYS)
 		return true;
-	snprintf(path, sizeof(path), "%s/%s", dir, pin_names[i]);
+	snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
 	return !access(path, F_OK);
 }
 
@@ -123,11 +115,11 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_string_field(&w, "dir", d->dir);
 	jsonw_name(&w, "pins");
 	jsonw_start_object(&w);
-	for (size_t i = 0; i < NR_PINS; i++) {
+	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++) {
 		if (!show_pin(d->dir, i))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", d->dir, pin_names[i]);
-		jsonw_string_field(&w, pin_names[i], path);
+		snprintf(path, sizeof(path), "%s/%s", d->dir, nfsl_domain_pins[i]);
+		jsonw_string_field(&w, nfsl_domain_pins[i], path);
 	}
 	jsonw_end_object(&w);
 	jsonw_uint_field(&w, "threshold", c->threshold);
@@ -197,9 +189,9 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 		printf(", ttl off");
 	printf("%s\n", c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
 	printf("  pins     ");
-	for (size_t i = 0; i < NR_PINS; i++)
+	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++)
 		if (show_pin(d->dir, i))
-			printf("%s%s/%s\n", i ? "           " : "", d->dir, pin_names[i]);
+			printf("%s%s/%s\n", i ? "           " : "", d->dir, nfsl_domain_pins[i]);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
 		const struct nfsl_iface_state *st = &h->ifs[i];
 		const char *ifname = nfsl_health_ifname(h, c, i, buf, sizeof(buf));

@@ -34,7 +34,7 @@ static int load_splicer_new(const struct nfsl_domain *d, struct splicer_bpf **ou
 
 	if (!sp)
 		return -errno;
-	err = use_domain_maps(SKEL_MAPS(sp), d->dir, d->cfg.slots);
+	err = use_splicer_maps(sp, d->dir, d->cfg.slots);
 	if (!err)
 		err = splicer_bpf__load(sp);
 	if (err) {

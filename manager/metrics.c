@@ -18,6 +18,7 @@
 
 #include "nfsliced.h"
 #include "domains.h"
+#include "residency.h"
 
 static struct MHD_Daemon *httpd;
 
@@ -123,6 +124,29 @@ static void render(struct text *t)
 			if (v[i].ok)
 				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
 				    (unsigned long long)((const __u64 *)&v[i].m)[k]);
+	}
+	family(t, "nfslice_residency_microseconds", "histogram",
+	       "slice to splice time of spliced payloads, us; the splicer records one "
+	       "splice in 8 (each CPU's every 8th)");
+	for (size_t i = 0; i < n; i++) {
+		struct nfsl_residency h;
+		__u64 cum = 0;
+
+		if (!v[i].ok || nfsl_domain_residency(v[i].e.dir, &h))
+			continue;
+		for (unsigned int b = 0; b < NFSL_RES_BUCKETS - 1; b++) {
+			cum += h.bucket[b];
+			put(t, "nfslice_residency_microseconds_bucket{netns=\"%llu\",domain=\"%s\","
+			    "le=\"%llu\"} %llu\n", LABEL_ARGS(&v[i]),
+			    (unsigned long long)nfsl_residency_le(b), (unsigned long long)cum);
+		}
+		cum += h.bucket[NFSL_RES_BUCKETS - 1];
+		put(t, "nfslice_residency_microseconds_bucket{netns=\"%llu\",domain=\"%s\","
+		    "le=\"+Inf\"} %llu\n", LABEL_ARGS(&v[i]), (unsigned long long)cum);
+		put(t, "nfslice_residency_microseconds_sum" LABELS " %llu\n", LABEL_ARGS(&v[i]),
+		    (unsigned long long)h.sum_us);
+		put(t, "nfslice_residency_microseconds_count" LABELS " %llu\n", LABEL_ARGS(&v[i]),
+		    (unsigned long long)cum);
 	}
 	family(t, "nfslice_slots_busy", "gauge", "store slots holding a parked payload now");
 	for (size_t i = 0; i < n; i++)

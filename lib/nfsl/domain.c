@@ -324,19 +324,21 @@ void nfsl_domain_close(struct nfsl_domain *d)
 }
 
 /* The pins a domain directory may hold, all of them ours. */
-static const char *const all_pins[] = {
+const char *const nfsl_domain_pins[] = {
 	NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS, NFSL_PIN_CURSOR,
 	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN, NFSL_PIN_PARKLOG,
-	NFSL_PIN_MGR_COUNTERS,
+	NFSL_PIN_MGR_COUNTERS, NFSL_PIN_RESIDENCY,
 };
+_Static_assert(sizeof(nfsl_domain_pins) / sizeof(nfsl_domain_pins[0]) == NFSL_NR_DOMAIN_PINS,
+	       "NFSL_NR_DOMAIN_PINS counts nfsl_domain_pins");
 
 int nfsl_domain_remove(const char *dir)
 {
 	char path[PATH_MAX + 32];
 	int err = 0;
 
-	for (size_t i = 0; i < sizeof(all_pins) / sizeof(all_pins[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, all_pins[i]);
+	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
 		if (unlink(path) && errno != ENOENT && !err)
 			err = -errno;
 	}

@@ -27,9 +27,18 @@
  * until an upgrade or repair loads this build's slicer. */
 #define NFSL_PIN_PARKLOG "parklog"
 #define NFSL_PIN_MGR_COUNTERS "mgr_counters"
+/* The splicer's residency histogram (NFSL_RES_BUCKETS, nfsl_consts.h). */
+#define NFSL_PIN_RESIDENCY "residency"
 /* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
  * network namespace that tells whether it still exists. */
 #define NFSL_PIN_NETNS "netns"
+/* Every pin a domain directory may hold, all of them ours: the four maps
+ * and the splicer every domain has first, then the rest (a domain attached
+ * by an older nfslice may lack them). */
+extern const char *const nfsl_domain_pins[];
+#define NFSL_NR_DOMAIN_PINS 10
+#define NFSL_NR_DOMAIN_PINS_ALWAYS 5
+
 /* Serialises attach and detach of every domain on the host. */
 #define NFSL_LOCK_FILE "/run/nfslice.lock"
 #define NFSL_NAME_MAX 64

@@ -26,7 +26,7 @@ from nfrig import (BPFFS, COUNTERS, MGR_COUNTERS, NETNS_DIR, NFSLICE, PY,
 
 PREFIX = name("cli")
 PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns",
-             "chain", "parklog", "mgr_counters"}
+             "chain", "parklog", "mgr_counters", "residency"}
 
 
 @pytest.fixture(scope="module")

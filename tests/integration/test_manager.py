@@ -68,6 +68,8 @@ def scrape(port):
     for line in text.splitlines():
         if line.startswith("#"):
             continue
+        if "le=" in line:
+            continue  # histogram buckets: read from the text
         m = re.fullmatch(r'(\w+)(?:\{netns="(\d+)",domain="([^"]+)"\})? (\d+)',
                          line)
         assert m, f"not a sample line: {line!r}"
@@ -377,7 +379,8 @@ def test_metrics_match_stats(rig, daemon):
     st2 = rig.stats(DOMAIN)
     counters = [k for k, v in st.items() if isinstance(v, int) and
                 (f"nfslice_{k}_total", cookie, DOMAIN) in got]
-    assert len(counters) >= 20, (st, text)
+    # The datapath's counters and the manager's (evicted_ttl, ...).
+    assert len(counters) >= 25 and "evicted_ttl" in counters, (st, text)
     # Stray frames (IPv6 neighbour discovery: unparsed) may move a counter
     # between the reads: the scrape lies within the stats around it, and
     # is equal to them where they agree.
@@ -386,6 +389,18 @@ def test_metrics_match_stats(rig, daemon):
             (k, st, st2, text)
     assert st["sliced"] == st2["sliced"] and st["spliced"] == st2["spliced"]
     assert got[("nfslice_slots_busy", cookie, DOMAIN)] == st["slots_busy"]
+    # The splicer's residency histogram: each CPU's every 8th splice since
+    # attach, in cumulative log2 buckets of us.
+    buckets = [(float(m[1]), int(m[2])) for m in re.finditer(
+        r'nfslice_residency_microseconds_bucket\{netns="%d",domain="%s",'
+        r'le="([^"]+)"\} (\d+)' % (cookie, DOMAIN), text)]
+    assert len(buckets) == 32 and buckets[-1][0] == float("inf"), text
+    assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), buckets
+    count = got[("nfslice_residency_microseconds_count", cookie, DOMAIN)]
+    assert count == buckets[-1][1] > 0, (buckets, st)
+    ncpus = os.cpu_count()
+    assert st["spliced"] - 8 * ncpus < 8 * count <= st["spliced"], (count, st)
+    assert got[("nfslice_residency_microseconds_sum", cookie, DOMAIN)] >= 0
     assert got[("nfslice_slots", cookie, DOMAIN)] == st["slots"]
     assert got[("nfslice_threshold_bytes", cookie, DOMAIN)] == cfg["threshold"]
     assert got[("nfslice_config_generation", cookie, DOMAIN)] == cfg["gen"]
