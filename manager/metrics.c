@@ -82,6 +82,24 @@ static void gauge_u32(struct text *t, struct dom *v, size_t n, const char *name,
 			    *(const __u32 *)((const char *)&v[i].d.cfg + off));
 }
 
+/* A counter family per name of @names (@count), each domain's value the
+ * k-th __u64 at @off in its struct dom. */
+static void counter_families(struct text *t, struct dom *v, size_t n, const char *const *names,
+			     size_t count, size_t off, const char *help)
+{
+	for (size_t k = 0; k < count; k++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "nfslice_%s_total", names[k]);
+		family(t, name, "counter", help);
+		for (size_t i = 0; i < n; i++)
+			if (v[i].ok)
+				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
+				    (unsigned long long)((const __u64 *)((const char *)&v[i] +
+									 off))[k]);
+	}
+}
+
 static void render(struct text *t)
 {
 	struct nfsl_dom_entry *e;
@@ -103,28 +121,12 @@ static void render(struct text *t)
 			  !nfsl_domain_mgr_counters(&v[i].d, &v[i].m) &&
 			  !nfsl_domain_busy_slots(&v[i].d, &v[i].busy);
 	}
-	for (size_t k = 0; k < NFSL_NR_COUNTERS; k++) {
-		char name[96];
-
-		snprintf(name, sizeof(name), "nfslice_%s_total", nfsl_counter_names[k]);
-		family(t, name, "counter",
-		       "nfslice datapath counter, summed over CPUs (docs/format.md \"Counters\")");
-		for (size_t i = 0; i < n; i++)
-			if (v[i].ok)
-				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
-				    (unsigned long long)((const __u64 *)&v[i].c)[k]);
-	}
-	for (size_t k = 0; k < NFSL_NR_MGR_COUNTERS; k++) {
-		char name[96];
-
-		snprintf(name, sizeof(name), "nfslice_%s_total", nfsl_mgr_counter_names[k]);
-		family(t, name, "counter",
-		       "evictions user space made: the TTL scan (docs/format.md \"Counters\")");
-		for (size_t i = 0; i < n; i++)
-			if (v[i].ok)
-				put(t, "%s" LABELS " %llu\n", name, LABEL_ARGS(&v[i]),
-				    (unsigned long long)((const __u64 *)&v[i].m)[k]);
-	}
+	counter_families(t, v, n, nfsl_counter_names, NFSL_NR_COUNTERS,
+			 offsetof(struct dom, c),
+			 "nfslice datapath counter, summed over CPUs (docs/format.md \"Counters\")");
+	counter_families(t, v, n, nfsl_mgr_counter_names, NFSL_NR_MGR_COUNTERS,
+			 offsetof(struct dom, m),
+			 "evictions user space made: the TTL scan (docs/format.md \"Counters\")");
 	family(t, "nfslice_residency_microseconds", "histogram",
 	       "slice to splice time of spliced payloads, us; the splicer records one "
 	       "splice in 8 (each CPU's every 8th)");
