@@ -47,9 +47,10 @@ before it). A loss-free rate (NDR, loss < 0.1%, PayloadPark's "healthy")
 comes from an unpaced probe of 1 s (repeated once if it loses nothing: the
 generator's speed varies with what else runs on its CPU, which also runs
 the receive path) and a geometric bisection of --bisect paced trials
-(default 7) from a quarter (--span) of 1.25 x what the probe delivered (by
-bytes for an unsliced probe that lost frames in the shaper, which drops
-big frames first) up to the generator's unpaced rate; from a probe that
+(default 7) from a quarter (--span; a 32nd for warmed fig12 cells, below)
+of 1.25 x what the probe delivered (by bytes for an unsliced probe that
+lost frames in the shaper, which drops big frames first) up to the
+generator's unpaced rate; from a probe that
 lost nothing, between its rate and twice that. The bisection's step is in
 the JSON (about x1.03). A failed trial is repeated once at the same rate,
 at most twice per NDR (bursts of other people's work on this shared
@@ -129,6 +130,11 @@ units NUMBER{kbit,mbit,gbit}):
   --fig12-chain C   fig12's chain (default fw,nat)
   --fig12-flows N   fig12 flows (default 100: one per percent)
   --fig12-slots N   fig12 nfslice attach --slots (default 4096, attach's)
+  --ttl MS          nfslice attach --ttl of every domain (default 0: off;
+                    attach's default, 10 ms, lets any TTL scan on the host,
+                    nfsliced's or nfslice evict's, evict payloads by time:
+                    with 2048 headers in the NF's RX ring, in flight ones
+                    too, and dead ones before their expiry)
   --gen-cpu N       the generator's CPU (default 0)
   --nf-cpu N        nfslice-nf's CPU (default 1)
   --gen-burst-us U  nfslice-pktgen --burst-us of paced trials (default 1000)
@@ -233,6 +239,8 @@ def parse(argv):
     ap.add_argument("--fig12-flows", type=int, default=100, help="fig12 flows (100)")
     ap.add_argument("--fig12-slots", type=int, default=4096,
                     help="fig12 nfslice attach --slots (4096)")
+    ap.add_argument("--ttl", type=int, default=0, metavar="MS",
+                    help="nfslice attach --ttl (0: off, the wrap-count expiry alone)")
     ap.add_argument("--gen-cpu", type=int, default=0, help="generator CPU (0)")
     ap.add_argument("--nf-cpu", type=int, default=1, help="nfslice-nf CPU (1)")
     ap.add_argument("--gen-burst-us", type=int, default=1000, metavar="USEC",
@@ -385,8 +393,12 @@ class Inline:
                           seconds, flows)
 
     def attach(self):
-        self.domain = self.rig.attach("1q")
-        return self.domain
+        # exp_xsk's Rig.attach with --ttl: its detach() takes it down
+        name = self.rig.domain_name("1q")
+        self.rig.nsx(self.rig.dut, str(X.BIN["nfslice"]), "attach", "--name", name,
+                     "--slots", self.a.slots, "--ttl", self.a.ttl, self.rig.dut_dev("1q"))
+        self.rig.domains["1q"] = self.domain = name
+        return name
 
     def detach(self):
         self.rig.detach("1q")
@@ -411,7 +423,7 @@ class ParkTopo(B.Topo):
             self.set_mode(False)
             return
         self._clear()
-        self.attach(*map(str, opts))
+        self.attach(*map(str, opts), "--ttl", str(self.ttl))
         self.mode = "sliced"
         self.slice_opts = list(opts)
         time.sleep(0.2)                 # links settle after XDP changes
@@ -440,6 +452,7 @@ class Park:
             # at least topo_park.sh's own floor, 32 frames of 1538 B
             opts += ["--limit", max(32 * 1538, int(rate_bps(rate) / 8 * queue_ms / 1000))]
         self.topo = ParkTopo("park", prefix, opts, domain=domain)
+        self.topo.ttl = a.ttl
         self.host = None
         self.domain = None              # nfslice-nf gets no --name in park
 
@@ -744,7 +757,9 @@ def ndr(sess, g, a):
         # deliver far less than its NDR (lost headers leave busy slots,
         # their packets go on unsliced and overload the link further)
         bound = PROBE_HEADROOM * probe["achieved_pps"] * share
-        lo = max(500.0, bound / a.span)
+        # a warmed store (fig12 without notices) may hold so many dead
+        # payloads that most packets go on unsliced: far below a cold probe
+        lo = max(500.0, bound / a.span / (8 if g.get("warm") else 1))
         hi = max(bound, max(p["achieved_pps"] for p in probes)) * 1.02
         if best is not None:
             lo = max(lo, min(best["achieved_pps"], hi / 1.02))
@@ -789,6 +804,12 @@ def ndr(sess, g, a):
         out["limit"] = limit_of(fail)
         out["fail_losses"] = fail["losses"]
         out["fail_loss_frac"] = fail["loss_frac"]
+    # the NF's own CPU time per packet (all its threads, schedstat) in the
+    # paced trials that lost nothing: what one packet costs the NF server
+    ns = [r["nf_cpu_frac"] * 1e9 / r["achieved_pps"] for r in sess.trials[first:]
+          if r["kind"] == "bisect" and r.get("pass") and r.get("nf_cpu_frac")
+          and r["achieved_pps"]]
+    out["nf_ns_per_pkt"] = B.median(ns)
     out["trials"] = list(range(first, len(sess.trials)))
     return out
 
@@ -946,6 +967,7 @@ def summarize(a, results):
                     continue
                 k = f"{size}{'s' if sl else ''}"
                 row[f"ndr_{k}"] = med(rs, "ndr_pps")
+                row[f"ns_{k}"] = med(rs, "nf_ns_per_pkt")
                 row[f"gbps_{k}"] = med(rs, "goodput_gbps")
                 row[f"limit_{k}"] = rs[0].get("limit")
                 row[f"genbound_{k}"] = any(r.get("generator_bound") for r in rs)
@@ -972,6 +994,9 @@ def summarize(a, results):
                        "unsliced_60_pps": row.get(f"ndr_{SMALL}"),
                        "ratio": row["sliced_vs_small"],
                        "met": row["sliced_vs_small"] >= TARGET_SLICED_VS_SMALL,
+                       "nf_ns_sliced_1514": row.get("ns_1514s"),
+                       "nf_ns_unsliced_60": row.get(f"ns_{SMALL}"),
+                       "cpu_ratio": B.ratio(row.get(f"ns_{SMALL}"), row.get("ns_1514s")),
                        "limit_sliced": row.get("limit_1514s"),
                        "limit_small": row.get(f"limit_{SMALL}")})
     S["targets"]["park_sliced_1514_vs_unsliced_small"] = t4
@@ -1072,7 +1097,9 @@ def print_summary(S):
     for r in t.get("park_sliced_1514_vs_unsliced_small", []):
         print(f"  park {r['nf']}: sliced 1514 B NDR {fmt_k(r['sliced_1514_pps'])} kpps / "
               f"unsliced {SMALL} B {fmt_k(r['unsliced_60_pps'])} kpps = {fmt(r['ratio'])} "
-              f"(>= {TARGET_SLICED_VS_SMALL}): {'met' if r['met'] else 'NOT met'}")
+              f"(>= {TARGET_SLICED_VS_SMALL}): {'met' if r['met'] else 'NOT met'}; NF CPU "
+              f"per packet {fmt(r['nf_ns_unsliced_60'], '{:.0f}')} / "
+              f"{fmt(r['nf_ns_sliced_1514'], '{:.0f}')} ns = {fmt(r['cpu_ratio'])}")
     g = t.get("park_mix_goodput_gain")
     if g:
         print(f"  park mix goodput sliced / unsliced {fmt(g['ratio'])} (>= {g['target']}): "
