@@ -79,29 +79,58 @@ struct nfsl_take {
  * the NF port's), each CPU's share of the store being split into nparts
  * so that a burst toward one NF server never evicts another's payloads
  * (PayloadPark §6.2.3, static slices).
+ * @tenant, @ta: in a domain with tenants (config ntenants), the packet's
+ * tenant and its allocation state in this partition (nfsl_tcursor): the
+ * slot comes from the tenant's region of the partition (struct
+ * nfsl_tenant), walked and aged by the tenant's own cursor and clock, and
+ * another tenant's busy slot there (left by a quota change) is never taken
+ * (issue 10 §5). @ta NULL: no tenants, the whole partition.
+ * The partition's clock (nfsl_cursor seq) counts every attempt either way:
+ * the park log's order (struct nfsl_park_rec).
  * A CPU beyond the configured partitions (never with ncpus = possible
  * CPUs, as attach sets it) shares partition cpu % ncpus, with a clock of
  * its own: the age of the other CPU's payloads is then not exact.
  */
 static __always_inline struct nfsl_slot *
-nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, struct nfsl_take *t)
+nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, __u32 tenant, struct nfsl_alloc *ta,
+		struct nfsl_take *t)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), base, now, cur, w, lo;
+	__u32 cpu = bpf_get_smp_processor_id(), base, now, cur, w, lo, logseq;
 	__u32 part = cfg->part_slots, ncpus = cfg->ncpus, run = 0;
 	__u32 nparts = cfg->nparts ? cfg->nparts : 1;
-	struct nfsl_alloc *a;
+	__u32 rbase = 0, rsize;
+	struct nfsl_alloc *a, *pa;
 
 	if (dst >= nparts)
 		dst = 0;
-	a = bpf_map_lookup_elem(&nfsl_cursor, &dst);
-	if (!a || !part || !ncpus)
+	pa = bpf_map_lookup_elem(&nfsl_cursor, &dst);
+	if (!pa || !part || !ncpus)
 		return NULL;
 	if (cpu >= ncpus)
 		cpu %= ncpus;
 	base = (cpu * nparts + dst) * part;
-	lo = nfsl_win_size(0, cfg->win_min, part);
-	w = nfsl_win_size(a->win, cfg->win_min, part);
-	now = ++a->seq;
+	logseq = ++pa->seq;
+	rsize = part;
+	a = pa;
+	now = logseq;
+	if (ta) {
+		const struct nfsl_tenant *tn = &cfg->tenants[tenant & (NFSL_MAX_TENANTS - 1)];
+
+		/* Read once; a region half rewritten by a quota change stays
+		 * inside the partition. */
+		rbase = *(volatile const __u32 *)&tn->base;
+		rsize = *(volatile const __u32 *)&tn->size;
+		if (rbase >= part)
+			return NULL;
+		if (rsize > part - rbase)
+			rsize = part - rbase;
+		if (!rsize)
+			return NULL;
+		a = ta;
+		now = ++a->seq;
+	}
+	lo = nfsl_win_size(0, cfg->win_min, rsize);
+	w = nfsl_win_size(a->win, cfg->win_min, rsize);
 	cur = a->cur;
 	if (cur >= w) { /* a pass ended (or the window shrank under it) */
 		w = nfsl_win_pass(a, w, lo);
@@ -112,21 +141,26 @@ nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, struct nfsl_take *t)
 		struct nfsl_slot *s;
 		int r;
 
-		t->idx = base + cur;
+		t->idx = base + rbase + cur;
 		s = bpf_map_lookup_elem(&nfsl_store, &t->idx);
 		if (!s)
 			break;
-		r = nfsl_slot_take(s, cfg->expiry, now, part, &t->gen);
+		if (ta && s->tenant != tenant && NFSL_CTL_EXP(NFSL_READ_ONCE_U64(s->ctl)))
+			r = NFSL_CLAIM_BUSY; /* another tenant's payload */
+		else
+			r = nfsl_slot_take(s, cfg->expiry, now, rsize, &t->gen);
 		if (r != NFSL_CLAIM_BUSY) {
+			if (ta)
+				s->tenant = tenant;
 			a->cur = cur + 1;
 			a->win = w;
 			t->claim = r;
-			t->seq = now;
-			t->log = base + now % part;
+			t->seq = logseq;
+			t->log = base + logseq % part;
 			return s;
 		}
 		a->busy++;
-		if (w >= part) { /* the whole partition: Alg. 1, one slot */
+		if (w >= rsize) { /* the whole region: Alg. 1, one slot */
 			cur++;
 			break;
 		}
@@ -140,7 +174,7 @@ nfsl_alloc_slot(const struct nfsl_config *cfg, __u32 dst, struct nfsl_take *t)
 		/* Two in a row: payloads in flight fill the window. Double it
 		 * and go on at the first slot of the part just added. */
 		cur = w;
-		w = w * 2 < part ? w * 2 : part;
+		w = w * 2 < rsize ? w * 2 : rsize;
 		a->clean = 0;
 		run = 0;
 	}

@@ -67,6 +67,118 @@ struct {
 	__type(value, struct nfsl_mgr_counters);
 } nfsl_mgr_cnt SEC(".maps");
 
+/* Tenants (issue 10 §5, struct nfsl_tenant): each tenant's allocation
+ * state in each partition of this CPU, key dst x NFSL_MAX_TENANTS +
+ * tenant; pinned as "tenant_cursor". */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NFSL_MAX_PARTS * NFSL_MAX_TENANTS);
+	__type(key, __u32);
+	__type(value, struct nfsl_alloc);
+} nfsl_tcursor SEC(".maps");
+
+/* Per-CPU counters of each tenant (struct nfsl_tenant_counters), key the
+ * tenant; pinned as "tenant_counters": nfsliced's demand estimate. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NFSL_MAX_TENANTS);
+	__type(key, __u32);
+	__type(value, struct nfsl_tenant_counters);
+} nfsl_tcnt SEC(".maps");
+
+/* Destination-prefix rules: longest match -> tenant (struct
+ * nfsl_tenant_pfx, IPv4 mapped); pinned as "tenant_prefix". */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFSL_MAX_TENANT_PREFIXES);
+	__type(key, struct nfsl_tenant_pfx);
+	__type(value, __u32);
+} nfsl_tpfx SEC(".maps");
+
+/* Scratch memory of one slice, off the BPF stack (512 bytes, which the
+ * slicer's inlined code nearly fills): the L4 options and kept bytes to
+ * sum (nfsl_l4_sum), or the key of a prefix lookup (nfsl_tenant_of). */
+struct nfsl_scratch {
+	union {
+		__u8 l4[NFSL_L4HDR_MAX + NFSL_KEEP_MAX - sizeof(struct tcphdr)];
+		struct nfsl_tenant_pfx pfx;
+	};
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfsl_scratch);
+} nfsl_scratch SEC(".maps");
+
+static __always_inline struct nfsl_scratch *nfsl_get_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&nfsl_scratch, &zero);
+}
+
+/* VLAN rules: outer VID -> tenant + 1, 0 = no rule; pinned as
+ * "tenant_vlan". */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NFSL_VLAN_IDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} nfsl_tvlan SEC(".maps");
+
+/*
+ * nfsl_tenant_of - the tenant of packet @p (issue 10 §5): the longest
+ * destination prefix rule matching it, else its outer VLAN's rule, else
+ * its ingress interface's tenant @itenant (0 unless set: the default).
+ * Each lookup only when such rules exist (config tenant_flags).
+ */
+static __always_inline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cfg,
+					    const struct nfsl_pkt *p, __u32 itenant)
+{
+	__u32 flags = cfg->tenant_flags, *t;
+
+	if (flags & NFSL_TEN_PREFIX) {
+		void *data = (void *)(long)ctx->data;
+		void *data_end = (void *)(long)ctx->data_end;
+		struct nfsl_scratch *sc = nfsl_get_scratch();
+		struct nfsl_tenant_pfx *k;
+
+		if (!sc)
+			return itenant;
+		k = &sc->pfx;
+		k->prefixlen = 128;
+		if (p->v6) {
+			struct ipv6hdr *ip6 = data + p->l3off;
+
+			if ((void *)(ip6 + 1) > data_end)
+				return itenant;
+			__builtin_memcpy(k->addr, &ip6->daddr, 16);
+		} else {
+			struct iphdr *iph = data + p->l3off;
+
+			if ((void *)(iph + 1) > data_end)
+				return itenant;
+			__builtin_memset(k->addr, 0, 10);
+			k->addr[10] = k->addr[11] = 0xff;
+			__builtin_memcpy(k->addr + 12, &iph->daddr, 4);
+		}
+		t = bpf_map_lookup_elem(&nfsl_tpfx, k);
+		if (t)
+			return *t;
+	}
+	if ((flags & NFSL_TEN_VLAN) && p->vlan) {
+		__u32 vid = p->vlan;
+
+		t = bpf_map_lookup_elem(&nfsl_tvlan, &vid);
+		if (t && *t)
+			return *t - 1;
+	}
+	return itenant;
+}
+
 /*
  * The parking clock: CLOCK_MONOTONIC to the ns. The coarse clock ticks
  * once a jiffy (4 ms at HZ=250), too coarse for a 10 ms TTL and a
@@ -128,7 +240,7 @@ static __always_inline bool nfsl_partial(__u32 pseudo, __u32 hk, __u32 l4len,
  * Sum of the L4 header as received (checksum field included) and of the
  * kept payload bytes, and the received checksum. The fixed header is summed
  * in registers from the packet; TCP options and kept bytes, when there are
- * any, go through the stack to bpf_csum_diff.
+ * any, go through the scratch map to bpf_csum_diff.
  */
 static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 				       const struct nfsl_pkt *p, __u32 hk_len,
@@ -136,8 +248,8 @@ static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u8 scratch[NFSL_L4HDR_MAX + NFSL_KEEP_MAX - sizeof(struct tcphdr)];
 	__u8 *l4 = data + p->l4off;
+	struct nfsl_scratch *sc;
 	__u32 fixed, rest;
 
 	if (p->proto == IPPROTO_UDP) {
@@ -156,10 +268,11 @@ static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 	rest = hk_len - fixed;
 	if (!rest)
 		return 0;
-	if (rest > sizeof(scratch) ||
-	    bpf_xdp_load_bytes(ctx, p->l4off + fixed, scratch, rest))
+	sc = nfsl_get_scratch();
+	if (!sc || rest > sizeof(sc->l4) ||
+	    bpf_xdp_load_bytes(ctx, p->l4off + fixed, sc->l4, rest))
 		return -1;
-	*sum = nfsl_csum_bytes(scratch, rest, *sum);
+	*sum = nfsl_csum_bytes(sc->l4, rest, *sum);
 	return 0;
 }
 
@@ -185,7 +298,8 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 static __always_inline int nfsl_slice(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
 				      struct nfsl_counters *cnt,
-				      const struct nfsl_pkt *p, __u32 parked, __u32 dst)
+				      const struct nfsl_pkt *p, __u32 parked, __u32 dst,
+				      __u32 itenant)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -197,15 +311,39 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	struct nfsl_token tok;
 	__u64 parked_ns;
 	struct nfsl_take t;
+	struct nfsl_tenant_counters *tc = NULL;
+	struct nfsl_alloc *ta = NULL;
 	struct nfsl_slot *s;
+	__u32 tenant = 0;
 
-	s = nfsl_alloc_slot(cfg, dst, &t);
+	if (cfg->ntenants) {
+		__u32 k;
+
+		tenant = nfsl_tenant_of(ctx, cfg, p, itenant);
+		if (tenant >= cfg->ntenants || tenant >= NFSL_MAX_TENANTS)
+			tenant = 0; /* a rule naming a tenant that is not there */
+		k = (dst < NFSL_MAX_PARTS ? dst : 0) * NFSL_MAX_TENANTS + tenant;
+		ta = bpf_map_lookup_elem(&nfsl_tcursor, &k);
+		tc = bpf_map_lookup_elem(&nfsl_tcnt, &tenant);
+		if (!ta || !tc)
+			return XDP_PASS;
+		tc->attempts++;
+	}
+	s = nfsl_alloc_slot(cfg, dst, tenant, ta, &t);
 	if (!s) {
-		cnt->skipped_full++;
+		if (tc) {
+			tc->skipped_quota++;
+			cnt->skipped_quota++;
+		} else {
+			cnt->skipped_full++;
+		}
 		return XDP_PASS;
 	}
-	if (t.claim == NFSL_CLAIM_EVICTED)
+	if (t.claim == NFSL_CLAIM_EVICTED) {
 		cnt->evicted++;
+		if (tc)
+			tc->evicted++;
+	}
 
 	tok_off = p->payoff + cfg->keep;
 	hk_len = tok_off - p->l4off;
@@ -264,6 +402,8 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		nfsl_park_log_write(rec, t.seq, t.idx, t.gen, parked_ns);
 	cnt->sliced++;
 	cnt->parked_bytes += parked;
+	if (tc)
+		tc->sliced++;
 	return XDP_PASS;
 
 abort:
@@ -319,7 +459,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
-	__u32 frame_len = data_end - data, paylen, keep, dst = 0;
+	__u32 frame_len = data_end - data, paylen, keep, dst = 0, itenant = 0;
 	struct nfsl_pkt p = {};
 
 	if (!cfg || !cnt || !cfg->slots)
@@ -349,7 +489,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_big++;
 		return XDP_PASS;
 	}
-	switch (nfsl_route(ctx, cfg, &p, &dst)) {
+	switch (nfsl_route(ctx, cfg, &p, &dst, &itenant)) {
 	case NFSL_ROUTE_SLICE:
 		break;
 	case NFSL_ROUTE_L2:
@@ -368,7 +508,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_route++;
 		return XDP_PASS;
 	}
-	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst);
+	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst, itenant);
 }
 
 SEC("xdp")

@@ -61,6 +61,11 @@
  * splicer at 1514 B; one in eight keeps the histogram under 1%. */
 #define NFSL_RES_SAMPLE 8
 #define NFSL_MAX_CPUS 256
+/* Tenants (issue 10 §5): at most 8, tenant 0 the default one (what no rule
+ * claims); destination-prefix rules at most NFSL_MAX_TENANT_PREFIXES. */
+#define NFSL_MAX_TENANTS 8
+#define NFSL_MAX_TENANT_PREFIXES 256
+#define NFSL_VLAN_IDS 4096
 
 /* Slot flags. */
 #define NFSL_SLOT_F_ODD 0x1    /* parked bytes started at an odd L4 offset */
@@ -90,6 +95,11 @@
 /* Domain flags. */
 /* attach set net.netfilter.nf_conntrack_tcp_be_liberal from 0 to 1 */
 #define NFSL_CFG_CT_LIBERAL_SET 0x1
+
+/* Tenant flags (config tenant_flags). */
+#define NFSL_TEN_PREFIX 0x1  /* destination-prefix rules exist: look them up */
+#define NFSL_TEN_VLAN 0x2    /* VLAN rules exist: look the outer VID up */
+#define NFSL_TEN_DYNAMIC 0x4 /* nfsliced moves quotas toward demand */
 
 /* tc filter handle and priority of the splicer. */
 #define NFSL_TC_HANDLE 0x5e1

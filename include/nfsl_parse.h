@@ -27,6 +27,7 @@ struct nfsl_pkt {
 	__u8 proto;   /* IPPROTO_UDP or IPPROTO_TCP */
 	__u8 dscp;    /* DSCP of the IP header */
 	__u8 ecn;     /* the two ECN bits beside it */
+	__u16 vlan;   /* VID of the outer VLAN tag; 0: untagged */
 };
 
 struct nfsl_vlan_hdr {
@@ -153,6 +154,8 @@ NFSL_INLINE int nfsl_parse_len(void *data, void *data_end, __u32 frame_len,
 			break;
 		if ((void *)(vh + 1) > data_end)
 			return -1;
+		if (!i)
+			p->vlan = nfsl_ntohs(vh->tci) & 0xfff;
 		proto = vh->encap_proto;
 		p->l3off += sizeof(*vh);
 	}

@@ -54,7 +54,8 @@ struct nfsl_slot {
 			  * in memory order, at their original L4 offset */
 	__u8 dscp;       /* original DSCP (6 bits), restored on splice */
 	__u8 flags;      /* NFSL_SLOT_F_* */
-	__u16 tenant;    /* reserved for tenant partitions (PayloadPark §6.2.3) */
+	__u16 tenant;    /* tenant whose share holds it (issue 10 §5), written
+			  * at the claim when the domain has tenants */
 	__u32 ifindex;   /* interface the payload arrived on */
 	__u32 born;      /* allocation clock of its CPU's partition when
 			  * parked (struct nfsl_alloc seq): expiry by age */
@@ -70,6 +71,7 @@ struct nfsl_slot {
 	X(spliced)       /* payloads restored */                               \
 	X(skipped_small) /* frame < threshold or payload <= keep + token */    \
 	X(skipped_full)  /* no usable slot: passed unsliced */                 \
+	X(skipped_quota) /* no usable slot in the tenant's share: passed */    \
 	X(skipped_big)   /* payload > NFSL_PAYLOAD_MAX: passed unsliced */     \
 	X(evicted)       /* busy slots reclaimed at expiry 0 (Alg. 1) */       \
 	X(stale)         /* valid token, payload evicted: dropped */           \
@@ -160,7 +162,47 @@ struct nfsl_iface {
 	__u8 mac[6]; /* its own MAC: frames for other MACs (uppers) pass */
 	__u8 part;   /* store partition of what is sliced toward it: 0 for a
 		      * domain interface, k for the k-th NF port */
-	__u8 pad;
+	__u8 tenant; /* tenant of what arrives on it, unless a VLAN or
+		      * destination-prefix rule says otherwise (issue 10 §5) */
+};
+
+/*
+ * A tenant's share of the store (issue 10 §5; PayloadPark §6.2.3's static
+ * memory slices, here per tenant): the region [base, base + size) of
+ * every allocation partition (each CPU's, per destination), walked by an
+ * allocator of its own (nfsl_tcursor) with a clock of its own, so a
+ * tenant's burst never ages, evicts or takes another tenant's payloads.
+ * size is its quota; traffic over it passes unsliced (skipped_quota),
+ * never dropped. nfsliced's dynamic mode moves the regions toward measured
+ * demand by weighted max-min (lib/nfsl/tenant.h).
+ */
+struct nfsl_tenant {
+	__u32 base;   /* first slot of its region in each partition */
+	__u32 size;   /* slots of its region in each partition: the quota */
+	__u32 weight; /* dynamic mode: weight of its max-min share, >= 1 */
+	__u32 min;    /* dynamic mode: slots per partition it always keeps */
+	char name[16]; /* NUL-terminated; tenant 0 is "default" */
+};
+
+/* Per-CPU counters of one tenant (nfsl_tcnt, pinned "tenant_counters").
+ * X-macro: struct, CLI names and JSON keys are one list. */
+#define NFSL_TENANT_COUNTERS(X)                                                \
+	X(attempts)      /* packets the route let slice: its demand */         \
+	X(sliced)        /* payloads parked in its share */                    \
+	X(skipped_quota) /* no usable slot in its share: passed unsliced */    \
+	X(evicted)       /* its own expired payloads reclaimed (Alg. 1) */
+
+struct nfsl_tenant_counters {
+#define NFSL_X_FIELD(name) __u64 name;
+	NFSL_TENANT_COUNTERS(NFSL_X_FIELD)
+#undef NFSL_X_FIELD
+};
+
+/* Key of the destination-prefix rules (nfsl_tpfx, an LPM trie): IPv6, or
+ * IPv4 mapped into ::ffff:0:0/96 with 96 added to its prefix length. */
+struct nfsl_tenant_pfx {
+	__u32 prefixlen;
+	__u8 addr[16];
 };
 
 /* Domain configuration, one entry, written by the loader at attach. */
@@ -186,6 +228,10 @@ struct nfsl_config {
 			   * evict) on top of wrap-count expiry; 0: off */
 	__u32 cfg_gen;    /* configuration generation: bumped by every runtime
 			   * change (lib/nfsl/cfg.h), 0 at attach */
+	__u32 ntenants;   /* tenants, the default one included (fixed at
+			   * attach); 0: none, the whole partition is one share */
+	__u32 tenant_flags; /* NFSL_TEN_* */
+	struct nfsl_tenant tenants[NFSL_MAX_TENANTS];
 };
 
 #endif /* NFSL_STRUCTS_H */

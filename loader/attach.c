@@ -22,6 +22,7 @@
 #include <xdp/libxdp.h>
 
 #include "nfslice.h"
+#include "tenant.h"
 #include "cfg.h"
 #include "domain.h"
 #include "netdev.h"
@@ -32,6 +33,7 @@
 struct attach_opts {
 	const char *name;
 	const char *nf_ports; /* comma-separated interface names, or NULL */
+	const char *tenants;  /* tenants file (lib/nfsl/tenant.h), or NULL */
 	__u32 threshold, keep, slots, expiry;
 	__u32 ttl; /* ms, 0: off */
 	int mode; /* index into modes[] */
@@ -104,6 +106,14 @@ int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots)
 		err = pin_at(sl->maps.nfsl_parklog, dir, NFSL_PIN_PARKLOG);
 	if (!err)
 		err = pin_at(sl->maps.nfsl_mgr_cnt, dir, NFSL_PIN_MGR_COUNTERS);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_tcursor, dir, NFSL_PIN_TENANT_CURSOR);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_tcnt, dir, NFSL_PIN_TENANT_COUNTERS);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_tpfx, dir, NFSL_PIN_TENANT_PREFIX);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_tvlan, dir, NFSL_PIN_TENANT_VLAN);
 	/* The park log has the store's geometry (nfsl_alloc_slot). */
 	return err ? err : bpf_map__set_max_entries(sl->maps.nfsl_parklog, slots);
 }
@@ -609,6 +619,7 @@ static int ct_liberal_take(struct nfsl_config *cfg)
 static int run_attach(void *o, int argc, char **argv)
 {
 	struct attach_opts *opt = o;
+	struct nfsl_tenant_spec *spec = NULL;
 	struct nfsl_config cfg = {};
 	struct splicer_bpf *sp = NULL;
 	char dir[PATH_MAX], ifname[IF_NAMESIZE];
@@ -656,6 +667,23 @@ static int run_attach(void *o, int argc, char **argv)
 			 "among the domain interfaces and each NF port, so give at "
 			 "least %u", opt->slots, ncpus, ncpus * (1 + count_nf_ports(&cfg)));
 		goto out;
+	}
+	/* Tenants are in the config before the first slicer runs: their
+	 * number and regions are fixed from the first packet on; their rules
+	 * go into the slicer's maps once it has made them (below). */
+	if (opt->tenants) {
+		char msg[512];
+
+		spec = malloc(sizeof(*spec));
+		if (!spec) {
+			nfsl_err("out of memory");
+			goto out;
+		}
+		if (nfsl_tenants_parse(opt->tenants, spec, msg, sizeof(msg)) ||
+		    nfsl_tenants_config(&cfg, spec, msg, sizeof(msg))) {
+			nfsl_err("--tenants: %s", msg);
+			goto out;
+		}
 	}
 
 	err = mkdir_p(dir);
@@ -723,6 +751,13 @@ static int run_attach(void *o, int argc, char **argv)
 		if (err)
 			goto out;
 	}
+	if (spec) {
+		err = nfsl_tenants_write_rules(dir, spec);
+		if (err) {
+			nfsl_err("cannot write the tenant rules: %s", strerror(-err));
+			goto out;
+		}
+	}
 	warn_legacy(&cfg);
 	printf("nfslice: domain '%s' attached to", opt->name);
 	for (int i = 0; i < argc; i++)
@@ -732,6 +767,7 @@ static int run_attach(void *o, int argc, char **argv)
 	printf(" (%u slots, threshold %u B, keep %u B, expiry %u, ttl %u ms, XDP %s)\npins: %s\n",
 	       cfg.slots, cfg.threshold, cfg.keep, cfg.expiry, opt->ttl, modes[opt->mode], dir);
 out:
+	free(spec);
 	splicer_bpf__destroy(sp);
 	if (err && made && !unload(&cfg, NULL)) {
 		ct_liberal_release(opt->name, &cfg);
@@ -919,6 +955,9 @@ static const struct nfsl_opt attach_table[] = {
 	  .help = "links to remote NF servers: sliced headers may leave through "
 		  "them (and come back); the slicer there only takes drop notices, "
 		  "no splicer" },
+	{ "tenants", NFSL_OPT_STR, offsetof(struct attach_opts, tenants), .metavar = "FILE",
+	  .help = "partition the store between the tenants FILE declares (quotas, "
+		  "rules by dev, vlan, dst prefix; see nfslice tenants)" },
 	{ "no-ct-liberal", NFSL_OPT_FLAG, offsetof(struct attach_opts, no_ct_liberal),
 	  .help = "leave net.netfilter.nf_conntrack_tcp_be_liberal as it is "
 		  "(default: set it to 1 until detach; sliced TCP through "

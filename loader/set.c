@@ -7,18 +7,25 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nfslice.h"
 #include "cfg.h"
 #include "ctl.h"
 #include "json_writer.h"
+#include "tenant.h"
 
 struct set_opts {
 	char *name;
 	__u32 threshold, keep, expiry, ttl, if_gen;
+	char *tenants; /* tenants file */
+	char *quota;   /* NAME=Q[,NAME=Q...] */
+	int mode;      /* index into tenant_modes[] */
 	bool json;
 };
+
+static const char *const tenant_modes[] = { "unchanged", "static", "dynamic", NULL };
 
 #define UNSET UINT32_MAX
 static const struct set_opts set_defaults = {
@@ -34,6 +41,14 @@ static void print(const struct set_opts *o, const struct nfsl_config *cfg, const
 {
 	struct json_writer jw;
 
+	if (!o->json && cfg->ntenants && (o->tenants || o->quota || o->mode)) {
+		printf("nfslice: domain '%s': %s quotas, slots per partition:", o->name,
+		       cfg->tenant_flags & NFSL_TEN_DYNAMIC ? "dynamic" : "static");
+		for (__u32 t = 0; t < cfg->ntenants && t < NFSL_MAX_TENANTS; t++)
+			printf(" %s %u", cfg->tenants[t].name, cfg->tenants[t].size);
+		printf(" (configuration generation %u, set through %s)\n", cfg->cfg_gen, via);
+		return;
+	}
 	if (!o->json) {
 		printf("nfslice: domain '%s': threshold %u B, keep %u B, expiry %u, ttl %u ms "
 		       "(configuration generation %u, set through %s)\n",
@@ -50,6 +65,15 @@ static void print(const struct set_opts *o, const struct nfsl_config *cfg, const
 	jsonw_uint_field(&jw, "keep", cfg->keep);
 	jsonw_uint_field(&jw, "expiry", cfg->expiry);
 	jsonw_uint_field(&jw, "ttl_ms", cfg->ttl_us / 1000);
+	if (cfg->ntenants) {
+		jsonw_string_field(&jw, "tenant_mode",
+				   cfg->tenant_flags & NFSL_TEN_DYNAMIC ? "dynamic" : "static");
+		jsonw_name(&jw, "quotas");
+		jsonw_start_object(&jw);
+		for (__u32 t = 0; t < cfg->ntenants && t < NFSL_MAX_TENANTS; t++)
+			jsonw_uint_field(&jw, cfg->tenants[t].name, cfg->tenants[t].size);
+		jsonw_end_object(&jw);
+	}
 	jsonw_end_object(&jw);
 }
 
@@ -90,6 +114,86 @@ static int set_via_daemon(const struct set_opts *o, const struct nfsl_cfg_change
 	return 0;
 }
 
+/* --quota NAME=Q[,NAME=Q]: the regions of @cfg with those quotas, into
+ * @size. Returns 0 or -1 after a message. */
+static int quota_sizes(const char *list, const struct nfsl_config *cfg, __u32 *size)
+{
+	char buf[512], *save = NULL, *tok;
+
+	for (__u32 t = 0; t < NFSL_MAX_TENANTS; t++)
+		size[t] = cfg->tenants[t].size;
+	if (strlen(list) >= sizeof(buf))
+		return nfsl_err("--quota: too long");
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+		struct nfsl_quota q;
+		__u32 t;
+
+		if (v)
+			*v++ = '\0';
+		for (t = 1; v && t < cfg->ntenants; t++)
+			if (!strncmp(cfg->tenants[t].name, tok, sizeof(cfg->tenants[t].name)))
+				break;
+		if (!v || t >= cfg->ntenants)
+			return nfsl_err("--quota %s: give NAME=Q with NAME a tenant of the domain "
+					"other than default (which gets the rest): see nfslice "
+					"tenants", tok);
+		if (nfsl_quota_parse(v, &q))
+			return nfsl_err("--quota %s=%s: give N%% of each partition (0-100) or N "
+					"slots of the store", tok, v);
+		size[t] = nfsl_quota_slots(cfg, &q);
+	}
+	return 0;
+}
+
+/* Tenant changes (--tenants, --quota, --tenant-mode) on the pins: the
+ * same lock and generation as every writer, nfsliced's dynamic mode
+ * included. */
+static int set_tenants(const struct set_opts *o, const char *dir)
+{
+	__u32 size[NFSL_MAX_TENANTS];
+	const __u32 *if_gen = o->if_gen != UNSET ? &o->if_gen : NULL;
+	struct nfsl_tenant_spec *spec = NULL;
+	struct nfsl_config cfg;
+	struct nfsl_domain d;
+	char err[512] = "";
+	int rc;
+
+	if (o->tenants) {
+		spec = malloc(sizeof(*spec));
+		if (!spec)
+			return nfsl_err("out of memory");
+		rc = nfsl_tenants_parse(o->tenants, spec, err, sizeof(err));
+		if (!rc)
+			rc = nfsl_tenants_apply(dir, spec, if_gen, &cfg, err, sizeof(err));
+		free(spec);
+		if (!rc && o->mode)
+			rc = nfsl_tenants_resize(dir, NULL, o->mode == 2, NULL, &cfg, err,
+						 sizeof(err));
+	} else {
+		rc = nfsl_domain_open_dir(&d, dir);
+		if (rc)
+			return nfsl_err_domain(rc, o->name);
+		cfg = d.cfg;
+		nfsl_domain_close(&d);
+		if (!cfg.ntenants)
+			return nfsl_err("domain '%s' has no tenants: they are declared at attach "
+					"(nfslice attach --tenants FILE)", o->name);
+		if (o->quota && quota_sizes(o->quota, &cfg, size))
+			return -1;
+		rc = nfsl_tenants_resize(dir, o->quota ? size : NULL,
+					 o->mode ? o->mode == 2 : -1, if_gen, &cfg, err,
+					 sizeof(err));
+	}
+	if (rc == -ENOENT)
+		return nfsl_err_domain(rc, o->name);
+	if (rc)
+		return nfsl_err("%s", *err ? err : strerror(-rc));
+	print(o, &cfg, "pins");
+	return 0;
+}
+
 static int run_set(void *p, int argc, char **argv)
 {
 	const struct set_opts *o = p;
@@ -104,14 +208,25 @@ static int run_set(void *p, int argc, char **argv)
 	__u64 cookie;
 	int rc;
 
-	if (!nfsl_cfg_change_any(&c))
-		return nfsl_err("nothing to change: give --threshold, --keep, --expiry or "
-				"--ttl"), NFSL_EXIT_USAGE;
+	bool ten = o->tenants || o->quota || o->mode;
+
+	if (!nfsl_cfg_change_any(&c) && !ten)
+		return nfsl_err("nothing to change: give --threshold, --keep, --expiry, "
+				"--ttl, --tenants, --quota or --tenant-mode"), NFSL_EXIT_USAGE;
+	if (ten && nfsl_cfg_change_any(&c))
+		return nfsl_err("give tenant changes (--tenants, --quota, --tenant-mode) and "
+				"the others in two commands: each is one change with its own "
+				"generation"), NFSL_EXIT_USAGE;
+	if (o->tenants && o->quota)
+		return nfsl_err("--tenants FILE sets every quota: give --quota without it"),
+		       NFSL_EXIT_USAGE;
 	rc = nfsl_domain_dir(dir, sizeof(dir), o->name);
 	if (!rc)
 		rc = nfsl_netns_cookie(&cookie);
 	if (rc)
 		return nfsl_err_domain(rc, o->name);
+	if (ten)
+		return set_tenants(o, dir);
 	rc = set_via_daemon(o, &c, cookie);
 	if (rc <= 0)
 		return rc;
@@ -137,6 +252,13 @@ static const struct nfsl_opt set_table[] = {
 	  .help = "allocator wrap-arounds a busy slot survives (1-255)" },
 	{ "ttl", NFSL_OPT_U32, OFF(ttl), 0, NFSL_MAX_TTL_MS, .metavar = "MS",
 	  .help = "evict payloads parked longer than MS ms (nfsliced), 0 = no TTL" },
+	{ "tenants", NFSL_OPT_STR, OFF(tenants), .metavar = "FILE",
+	  .help = "new quotas, weights, mins and rules of the tenants FILE declares "
+		  "(the same tenants as at attach)" },
+	{ "quota", NFSL_OPT_STR, OFF(quota), .metavar = "NAME=Q[,NAME=Q]",
+	  .help = "new quota of tenant NAME: N% of each partition or N slots of the store" },
+	{ "tenant-mode", NFSL_OPT_ENUM, OFF(mode), .choices = tenant_modes, .metavar = "MODE",
+	  .help = "static (quotas as set) or dynamic (nfsliced moves them toward demand)" },
 	{ "if-gen", NFSL_OPT_U32, OFF(if_gen), 0, UINT32_MAX - 1, .metavar = "GEN",
 	  .help = "change only if the configuration generation is still GEN" },
 	{ "json", NFSL_OPT_FLAG, OFF(json),
@@ -160,7 +282,13 @@ const struct nfsl_cmd nfsl_cmd_set = {
 		"generation; with --if-gen GEN it changes nothing when another writer\n"
 		"came first (exit 1: read the generation again and retry; nfslice set\n"
 		"prints it, as nfsliced's get does). Prints the configuration as written\n"
-		"and its generation.",
+		"and its generation.\n"
+		"Tenant quotas (--tenants FILE, --quota, --tenant-mode; see nfslice\n"
+		"tenants) move the regions of the store's partitions: a slot that\n"
+		"changes tenant keeps its payload until it is spliced, dropped or evicted\n"
+		"by the TTL (the new owner never takes another tenant's busy slot).\n"
+		"They are written on the pins under the same lock and generation,\n"
+		"whether nfsliced runs or not (its dynamic mode writes them the same way).",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = "CAP_BPF opens and writes the pinned config, CAP_SYS_ADMIN enters "
 		    "the host's mount namespace",

@@ -29,6 +29,12 @@
 #define NFSL_PIN_MGR_COUNTERS "mgr_counters"
 /* The splicer's residency histogram (NFSL_RES_BUCKETS, nfsl_consts.h). */
 #define NFSL_PIN_RESIDENCY "residency"
+/* The slicer's tenant maps (issue 10 §5, lib/nfsl/tenant.h): each
+ * tenant's allocation state and counters, its prefix and VLAN rules. */
+#define NFSL_PIN_TENANT_CURSOR "tenant_cursor"
+#define NFSL_PIN_TENANT_COUNTERS "tenant_counters"
+#define NFSL_PIN_TENANT_PREFIX "tenant_prefix"
+#define NFSL_PIN_TENANT_VLAN "tenant_vlan"
 /* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
  * network namespace that tells whether it still exists. */
 #define NFSL_PIN_NETNS "netns"
@@ -36,7 +42,7 @@
  * and the splicer every domain has first, then the rest (a domain attached
  * by an older nfslice may lack them). */
 extern const char *const nfsl_domain_pins[];
-#define NFSL_NR_DOMAIN_PINS 10
+#define NFSL_NR_DOMAIN_PINS 14
 #define NFSL_NR_DOMAIN_PINS_ALWAYS 5
 
 /* Serialises attach and detach of every domain on the host. */

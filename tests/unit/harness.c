@@ -128,6 +128,10 @@ void h_setup(void)
 	H.cursor = bpf_map__fd(h_sl->maps.nfsl_cursor);
 	H.parklog = bpf_map__fd(h_sl->maps.nfsl_parklog);
 	H.mgr = bpf_map__fd(h_sl->maps.nfsl_mgr_cnt);
+	H.tcursor = bpf_map__fd(h_sl->maps.nfsl_tcursor);
+	H.tcnt = bpf_map__fd(h_sl->maps.nfsl_tcnt);
+	H.tpfx = bpf_map__fd(h_sl->maps.nfsl_tpfx);
+	H.tvlan = bpf_map__fd(h_sl->maps.nfsl_tvlan);
 	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 }
 
@@ -189,6 +193,13 @@ void h_reset(void)
 	cr_assert_eq(bpf_map_update_elem(H.counters, &zero, cnt, BPF_ANY), 0);
 	for (i = 0; i < NFSL_MAX_PARTS; i++)
 		cr_assert_eq(bpf_map_update_elem(H.cursor, &i, cur, BPF_ANY), 0);
+	for (i = 0; i < NFSL_MAX_PARTS * NFSL_MAX_TENANTS; i++)
+		cr_assert_eq(bpf_map_update_elem(H.tcursor, &i, cur, BPF_ANY), 0);
+	for (i = 0; i < NFSL_MAX_TENANTS; i++) {
+		static struct nfsl_tenant_counters tc[NFSL_MAX_CPUS];
+
+		cr_assert_eq(bpf_map_update_elem(H.tcnt, &i, tc, BPF_ANY), 0);
+	}
 }
 
 uint32_t h_part_base(void)
