@@ -69,6 +69,7 @@ static const struct mgr_opts defaults = {
 	.log_level = 3, /* info */
 	.gc_interval = 10,
 	.metrics_port = 9470,
+	.tenant_interval = 200,
 };
 
 #define OFF(f) offsetof(struct mgr_opts, f)
@@ -84,6 +85,9 @@ static const struct nfsl_opt table[] = {
 	{ "metrics-port", NFSL_OPT_U32, OFF(metrics_port), 0, 65535, .metavar = "PORT",
 	  .help = "serve Prometheus metrics on http://127.0.0.1:PORT/metrics, 0 off "
 		  "(default 9470)" },
+	{ "tenant-interval", NFSL_OPT_U32, OFF(tenant_interval), 0, 60000, .metavar = "MS",
+	  .help = "move the quotas of domains with dynamic tenants toward demand every MS "
+		  "ms (rounded up to 100), 0 never (default 200)" },
 	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400 * 365, .metavar = "SECONDS",
 	  .help = "exit after SECONDS (default: run until SIGTERM or SIGINT)" },
 	{ NULL },
@@ -111,7 +115,9 @@ static const struct nfsl_cmd cmd = {
 		"domain's payloads parked longer than its TTL (scanning its park log\n"
 		"every TTL / 4: PayloadPark §3.3's evictor, by time; the domains are\n"
 		"looked for every second), removes the pins of domains whose network\n"
-		"namespace is gone (as nfslice gc), and\n"
+		"namespace is gone (as nfslice gc), moves the quotas of domains whose\n"
+		"tenants are in dynamic mode toward measured demand (attempted slices\n"
+		"x residency, Little's law; weighted max-min: SuperNIC §4.4), and\n"
 		"serves every domain's counters, occupancy and configuration in the\n"
 		"Prometheus text format on a loopback HTTP port (--metrics-port).\n"
 		"Messages go to stderr with syslog levels (\"<N>\" prefixes when the\n"
@@ -253,7 +259,7 @@ static int run(const struct mgr_opts *o, const char *path)
 	int ep = -1, lfd = -1, sfd = -1, tfd = -1, scfd = -1, rc = 1;
 	struct itimerspec tick = { .it_interval.tv_nsec = TICK_MS * 1000000L,
 				   .it_value.tv_nsec = TICK_MS * 1000000L };
-	__u64 start = nfsl_now_ns(), next_gc = start, next_refresh = start;
+	__u64 start = nfsl_now_ns(), next_gc = start, next_refresh = start, next_ten = start;
 	sigset_t sigs;
 
 	for (int i = 0; i < MAX_CLIENTS; i++)
@@ -324,6 +330,10 @@ static int run(const struct mgr_opts *o, const char *path)
 					arm_scan(scfd, mgr_ttl_tick(now));
 					next_refresh = now + 1000000000ull;
 				}
+				if (o->tenant_interval && now >= next_ten) {
+					mgr_tenants_tick(now);
+					next_ten = now + o->tenant_interval * 1000000ull;
+				}
 				if (o->duration && now - start >= o->duration * 1000000000ull) {
 					rc = 0;
 					goto out;
@@ -346,6 +356,7 @@ static int run(const struct mgr_opts *o, const char *path)
 out:
 	mgr_metrics_stop();
 	mgr_ttl_stop();
+	mgr_tenants_stop();
 	if (scfd >= 0)
 		close(scfd);
 	for (int i = 0; i < MAX_CLIENTS; i++)

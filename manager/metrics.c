@@ -19,6 +19,7 @@
 #include "nfsliced.h"
 #include "domains.h"
 #include "residency.h"
+#include "tenant.h"
 
 static struct MHD_Daemon *httpd;
 
@@ -67,6 +68,8 @@ struct dom {
 	struct nfsl_mgr_counters m;
 	__u32 busy;
 	bool ok;
+	struct nfsl_tenant_state ts[NFSL_MAX_TENANTS];
+	bool tenants; /* ts read: the domain has tenants */
 };
 
 #define LABELS "{netns=\"%llu\",domain=\"%s\"}"
@@ -100,6 +103,43 @@ static void counter_families(struct text *t, struct dom *v, size_t n, const char
 	}
 }
 
+#define TLABELS "{netns=\"%llu\",domain=\"%s\",tenant=\"%s\"}"
+
+/* Per tenant: occupancy, quota, counters (issue 10 §4, §5). */
+static void tenant_families(struct text *t, struct dom *v, size_t n)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+		{ "nfslice_tenant_slots_busy", "gauge", "store slots holding the tenant's payloads" },
+		{ "nfslice_tenant_quota_slots", "gauge",
+		  "the tenant's quota: slots of its region in all partitions" },
+		{ "nfslice_tenant_weight", "gauge", "the tenant's weight in dynamic mode" },
+#define X(f) { "nfslice_tenant_" #f "_total", "counter", "tenant counter " #f },
+		NFSL_TENANT_COUNTERS(X)
+#undef X
+	};
+
+	for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+		family(t, fam[k].name, fam[k].type, fam[k].help);
+		for (size_t i = 0; i < n; i++) {
+			const struct nfsl_config *c = &v[i].d.cfg;
+			__u32 parts = c->ncpus * (c->nparts ? c->nparts : 1);
+
+			for (__u32 tn = 0; v[i].tenants && tn < c->ntenants; tn++) {
+				const struct nfsl_tenant_state *s = &v[i].ts[tn];
+				const __u64 *cnt = (const __u64 *)&s->cnt;
+				unsigned long long x = k == 0 ? s->busy :
+						       k == 1 ? (__u64)c->tenants[tn].size * parts :
+						       k == 2 ? c->tenants[tn].weight : cnt[k - 3];
+
+				put(t, "%s" TLABELS " %llu\n", fam[k].name, LABEL_ARGS(&v[i]),
+				    c->tenants[tn].name, x);
+			}
+		}
+	}
+}
+
 static void render(struct text *t)
 {
 	struct nfsl_dom_entry *e;
@@ -120,6 +160,8 @@ static void render(struct text *t)
 			  !nfsl_domain_counters(&v[i].d, &v[i].c) &&
 			  !nfsl_domain_mgr_counters(&v[i].d, &v[i].m) &&
 			  !nfsl_domain_busy_slots(&v[i].d, &v[i].busy);
+		v[i].tenants = v[i].ok && v[i].d.cfg.ntenants &&
+			       !nfsl_tenants_read(&v[i].d, v[i].ts, NULL, NULL, NULL);
 	}
 	counter_families(t, v, n, nfsl_counter_names, NFSL_NR_COUNTERS,
 			 offsetof(struct dom, c),
@@ -168,6 +210,7 @@ static void render(struct text *t)
 	gauge_u32(t, v, n, "nfslice_config_generation",
 		  "configuration generation, bumped by every runtime change",
 		  offsetof(struct nfsl_config, cfg_gen));
+	tenant_families(t, v, n);
 	family(t, "nfslice_domain_readable", "gauge",
 	       "1 when the domain's pins could be read for this scrape");
 	for (size_t i = 0; i < n; i++)
@@ -182,6 +225,9 @@ static void render(struct text *t)
 	family(t, "nfsliced_ttl_evicted_total", "counter",
 	       "payloads evicted for parking longer than their domain's TTL");
 	put(t, "nfsliced_ttl_evicted_total %lu\n", atomic_load(&mgr_ttl_evicted));
+	family(t, "nfsliced_tenant_moves_total", "counter",
+	       "dynamic tenant quota changes written (all domains)");
+	put(t, "nfsliced_tenant_moves_total %lu\n", atomic_load(&mgr_tenant_moves));
 	family(t, "nfsliced_scrapes_total", "counter", "metrics scrapes served");
 	put(t, "nfsliced_scrapes_total %lu\n", atomic_fetch_add(&mgr_scrapes, 1) + 1);
 	for (size_t i = 0; i < n; i++)

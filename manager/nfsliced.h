@@ -18,6 +18,7 @@ struct mgr_opts {
 	__u32 gc_interval; /* s between collections of gone namespaces' domains, 0 off */
 	__u32 metrics_port; /* loopback TCP port of /metrics, 0 off */
 	__u32 duration;    /* s, 0 = until SIGTERM/SIGINT (for tests) */
+	__u32 tenant_interval; /* ms between dynamic quota moves, 0 off */
 };
 
 /*
@@ -62,8 +63,17 @@ void mgr_ttl_refresh(void);
 __u64 mgr_ttl_tick(__u64 now);
 void mgr_ttl_stop(void);
 
+/*
+ * Dynamic tenant quotas (tenants.c). mgr_tenants_tick - sample every
+ * domain in dynamic mode and move its quotas toward demand (call every
+ * --tenant-interval); mgr_tenants_stop - forget the samples.
+ */
+void mgr_tenants_tick(__u64 now);
+void mgr_tenants_stop(void);
+
 /* What the daemon counts of itself, shown by /metrics. */
 #include <stdatomic.h>
-extern atomic_ulong mgr_requests, mgr_gc_removed, mgr_ttl_scans, mgr_ttl_evicted;
+extern atomic_ulong mgr_requests, mgr_gc_removed, mgr_ttl_scans, mgr_ttl_evicted,
+	mgr_tenant_moves;
 
 #endif /* NFSLICED_H */

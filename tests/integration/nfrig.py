@@ -151,7 +151,8 @@ MACS = {
 # The counters `nfslice stats --json` reports, in struct order
 # (include/nfsl_structs.h NFSL_COUNTERS).
 COUNTERS = (
-    "sliced", "spliced", "skipped_small", "skipped_full", "skipped_big",
+    "sliced", "spliced", "skipped_small", "skipped_full", "skipped_quota",
+    "skipped_big",
     "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
     "skipped_route", "skipped_local", "skipped_l2", "skipped_mtu",
     "dropped_gso", "slice_failed", "splice_failed", "explicit_drop",

@@ -26,7 +26,8 @@ from nfrig import (BPFFS, COUNTERS, MGR_COUNTERS, NETNS_DIR, NFSLICE, PY,
 
 PREFIX = name("cli")
 PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns",
-             "chain", "parklog", "mgr_counters", "residency"}
+             "chain", "parklog", "mgr_counters", "residency", "tenant_cursor",
+             "tenant_counters", "tenant_prefix", "tenant_vlan"}
 
 
 @pytest.fixture(scope="module")
