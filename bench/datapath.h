@@ -33,6 +33,9 @@
  *                 (bench/bpf/slicer_coarse.bpf.c)
  *   splicer-nores the splicer without its residency histogram
  *                 (bench/bpf/splicer_nores.bpf.c)
+ *   slicer-tenants the slicer in a domain with 3 tenants (issue 10 §5),
+ *                 the packet's tenant by a destination-prefix rule (the
+ *                 LPM lookup), on its own config and cursor
  *   slicer-nolog  the slicer with the precise clock, no park log
  *                 (bench/bpf/slicer_nolog.bpf.c); the comparisons after
  *                 the table price the clock and the log (dp_compare)
@@ -112,6 +115,7 @@ enum bench_id {
 	B_SLICER_COLD,
 	B_SLICER_COARSE,
 	B_SLICER_NOLOG,
+	B_SLICER_TENANTS,
 	B_TC_EMPTY,
 	B_TC_PARSE,
 	B_TC_STORE,
@@ -199,6 +203,7 @@ struct bench {
 	struct opts o;
 	struct slicer_bpf *sl;
 	struct slicer_bpf *slc; /* slicer-cold: own config and cursor */
+	struct slicer_bpf *slt; /* slicer-tenants: own config and cursor */
 	struct slicer_nofib_bpf *sn;
 	struct slicer_coarse_bpf *sco; /* slicer-coarse */
 	struct slicer_nolog_bpf *snl;  /* slicer-nolog */

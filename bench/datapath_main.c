@@ -46,6 +46,7 @@ const struct bench_desc benches[B_NR] = {
 	/* The parking clock and the park log (issue 10 §2): see comparisons. */
 	[B_SLICER_COARSE] = {"slicer-coarse", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_SLICER_NOLOG] = {"slicer-nolog", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
+	[B_SLICER_TENANTS] = {"slicer-tenants", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
 	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
@@ -67,6 +68,7 @@ const struct comparison comparisons[] = {
 	{ B_SLICER_NOLOG, B_SLICER_COARSE, "precise clock" },
 	{ B_SLICER, B_SLICER_NOLOG, "park log" },
 	{ B_SPLICER, B_SPLICER_NORES, "residency histogram" },
+	{ B_SLICER_TENANTS, B_SLICER, "tenants (prefix rule)" },
 };
 const unsigned int ncomparisons = sizeof(comparisons) / sizeof(comparisons[0]);
 
@@ -177,6 +179,7 @@ out:
 	splicer_nores_bpf__destroy(b.spn);
 	slicer_coarse_bpf__destroy(b.sco);
 	slicer_bpf__destroy(b.slc);
+	slicer_bpf__destroy(b.slt);
 	slicer_bpf__destroy(b.sl);
 	return ret;
 }

@@ -85,6 +85,8 @@ static int parse_programs(struct opts *o, const char *arg)
 			}
 			if (k == B_LIVE_SLICER)
 				o->sel[B_LIVE_PARSE] = true;
+			if (k == B_SLICER_TENANTS)
+				o->sel[B_SLICER] = true; /* its comparison */
 			if (k == B_SPLICER)
 				o->sel[B_TC_PARSE] = true;
 			if (k == B_SPLICER_NORES)
@@ -165,7 +167,7 @@ static void usage(FILE *f)
 		"                       xdp-clock-coarse, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
 		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
-		"                       slicer-nolog, splicer-nores,\n"
+		"                       slicer-nolog, slicer-tenants, splicer-nores,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"
 		"  -c, --cpu N          CPU to pin to (default: the last online CPU)\n"

@@ -64,6 +64,8 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->sco->progs.nfsl_slicer);
 	case B_SLICER_NOLOG:
 		return bpf_program__fd(b->snl->progs.nfsl_slicer);
+	case B_SLICER_TENANTS:
+		return bpf_program__fd(b->slt->progs.nfsl_slicer);
 	case B_TC_EMPTY:
 		return bpf_program__fd(b->bt->progs.bench_tc_empty);
 	case B_TC_PARSE:
@@ -182,6 +184,7 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 	case B_SLICER_COLD:
 	case B_SLICER_COARSE:
 	case B_SLICER_NOLOG:
+	case B_SLICER_TENANTS:
 		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
 			goto bad;
 		return 0;
@@ -223,7 +226,7 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 	if (check_out(b, c, id, len, ret))
 		return -EPROTO;
 	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD ||
-	     id == B_SLICER_COARSE || id == B_SLICER_NOLOG) &&
+	     id == B_SLICER_COARSE || id == B_SLICER_NOLOG || id == B_SLICER_TENANTS) &&
 	    c->sliced) {
 		/* Free the slot as a splicer would, outside the measurement. */
 		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);

@@ -156,6 +156,40 @@ static int reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_
 	return 0;
 }
 
+/* slicer-tenants: a third slicer on the store and counters, with a config
+ * and cursor of its own: three tenants, the bench packets' destination
+ * (198.18.0.2) tenant 1's by a /24 prefix rule, its region half the
+ * partition. */
+static int setup_tenants(struct bench *b)
+{
+	struct nfsl_tenant_pfx k = { .prefixlen = 96 + 24,
+				     .addr = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 0 } };
+	struct nfsl_config t = b->cfg;
+	__u32 zero = 0, one = 1, half = t.part_slots / 2;
+	int err;
+
+	b->slt = slicer_bpf__open();
+	if (!b->slt)
+		return pr_err("cannot open the tenants slicer: %s", strerror(errno)), -1;
+	if (reuse_maps(b->slt->maps.nfsl_store, NULL, b->slt->maps.nfsl_counters, NULL, b->sl))
+		return -1;
+	err = slicer_bpf__load(b->slt);
+	if (err)
+		return pr_err("cannot load the tenants slicer: %s", strerror(-err)), -1;
+	t.ntenants = 3;
+	t.tenant_flags = NFSL_TEN_PREFIX;
+	t.tenants[1] = (struct nfsl_tenant){ .base = 0, .size = half, .weight = 1, .name = "a" };
+	t.tenants[2] = (struct nfsl_tenant){ .base = half, .size = half / 2, .weight = 1,
+					     .name = "b" };
+	t.tenants[0] = (struct nfsl_tenant){ .base = half + half / 2,
+					     .size = t.part_slots - half - half / 2, .weight = 1,
+					     .name = "default" };
+	if (bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_config), &zero, &t, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k, &one, BPF_ANY))
+		return pr_err("cannot configure the tenants slicer: %s", strerror(errno)), -1;
+	return 0;
+}
+
 /* Load the four objects and configure the domain as `nfslice attach` does. */
 int dp_setup_domain(struct bench *b)
 {
@@ -300,6 +334,8 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot write the cold config: %s", strerror(errno));
 		return -1;
 	}
+	if (setup_tenants(b))
+		return -1;
 	b->bxc = bench_xdp_bpf__open();
 	if (!b->bxc) {
 		pr_err("cannot open the cold copy: %s", strerror(errno));
