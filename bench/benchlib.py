@@ -23,6 +23,10 @@ prefix of the caller's, and Topo.down() removes them.
   median(), iqr(), spread()  summary statistics of repeated runs
   write_json(), write_csv()  results files
   plt()                      matplotlib.pyplot with the Agg backend
+  parser(), check_cpus(), preflight(), start_run(), guarded(), finish(),
+  reload()                   the frame of an experiment's main() (exp_xsk.py,
+                             exp_nf.py): options, checks, the run under
+                             SIGINT/SIGTERM with its teardown, the end
 
 Why pktgen --pcap and not --size: nfslice-pktgen recycles its live-frames
 pages with their content and, for one size, rewrites nothing per frame.
@@ -32,9 +36,12 @@ way, so later frames arrive already carrying a token (nfslice counts them
 as `replayed` and drops them). --pcap copies the whole frame into the page
 each time, so every frame leaves as it is in the file.
 """
+import argparse
 import csv
 import json
 import os
+import random
+import shutil
 import signal
 import statistics
 import sys
@@ -78,22 +85,131 @@ def fill_defaults(a, **pairs):
     return a
 
 
-def preflight(prog, a, argv):
-    """The start of an experiment's main(): root and the built tools
-    (build/nfslice, build/nfslice-pktgen, xdp_pass) present, the output
-    directory a.out created. Returns the results dict to fill (config,
-    machine, command), or None after printing what is missing (exit 1)."""
+def parser(prog, doc, quick_help, runs=(3, 1)):
+    """An ArgumentParser whose description is DOC's first paragraph and
+    whose epilog is DOC from its third paragraph on, as written, with the
+    options of add_common_args(QUICK_HELP, RUNS)."""
+    ap = argparse.ArgumentParser(
+        prog=prog, description=doc.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=doc.split("\n\n", 2)[2])
+    add_common_args(ap, quick_help, runs)
+    return ap
+
+
+def check_cpus(ap, a):
+    """--gen-cpu and --nf-cpu (A's gen_cpu, nf_cpu): online and different,
+    else AP's usage error; --seed (a.seed) defaults to the time."""
+    online = os.sched_getaffinity(0)
+    for c in (a.gen_cpu, a.nf_cpu):
+        if c not in online:
+            ap.error(f"CPU {c} is not available (have {sorted(online)})")
+    if a.gen_cpu == a.nf_cpu:
+        ap.error("--gen-cpu and --nf-cpu must differ")
+    a.seed = a.seed if a.seed is not None else int(time.time())
+
+
+def preflight(prog, a, argv, files=(), tools=()):
+    """The start of an experiment's main(): root, the built tools
+    (build/nfslice, build/nfslice-pktgen, xdp_pass, and FILES) present,
+    the programs TOOLS on PATH, the output directory a.out created.
+    Returns the results dict to fill (config, machine, command), or None
+    after printing what is missing (exit 1)."""
     if os.geteuid() != 0:
         print(f"{prog}: needs root (namespaces, XDP, BPF)", file=sys.stderr)
         return None
-    for f in (NFSLICE, PKTGEN, XDP_PASS):
+    for f in (NFSLICE, PKTGEN, XDP_PASS, *files):
         if not Path(f).exists():
             print(f"{prog}: {f} missing: run 'make' first", file=sys.stderr)
             return None
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        print(f"{prog}: missing {' '.join(missing)} (scripts/install-deps.sh)",
+              file=sys.stderr)
+        return None
     Path(a.out).mkdir(parents=True, exist_ok=True)
     return {"config": dict(vars(a)), "machine": machine(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "command": " ".join([f"bench/{prog}", *argv])}
+
+
+def loadavg():
+    """The three load averages of /proc/loadavg, as strings."""
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
+def start_run(results, a, prefix):
+    """Name the run PREFIX-<5 random hex digits> (its namespaces and
+    domains start with it) and note it, a.seed and the load average in
+    RESULTS. Returns the name."""
+    tag = f"{prefix}-{random.SystemRandom().randrange(16 ** 5):05x}"
+    results["config"].update(seed=a.seed, tag=tag)
+    results["loadavg_start"] = loadavg()
+    return tag
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM while guarded() runs its body."""
+
+
+def guarded(body, teardown, problems, tag):
+    """BODY() with SIGINT and SIGTERM raising Interrupted, then TEARDOWN()
+    with both ignored, so that no signal cuts the teardown short; the
+    handlers as they were afterwards. Returns the exit status: 0, 130 when
+    interrupted, 1 when BODY raised (logged under TAG and appended to
+    PROBLEMS)."""
+    def on_signal(signum, frame):
+        raise Interrupted(f"signal {signum}")
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    rc = 0
+    try:
+        body()
+    except Interrupted as e:
+        log(f"{e}: tearing down", tag)
+        rc = 130
+    except Exception as e:      # noqa: BLE001 — record, tear down, report
+        log(f"error: {e!r}: tearing down", tag)
+        problems.append({"what": "error", "error": repr(e)})
+        rc = 1
+    finally:
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        try:
+            teardown()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+    return rc
+
+
+def finish(prog, results, problems, left, rc, name):
+    """The end of an experiment's main(): the problems recorded (the first
+    ten; all are in NAME, the results file), the elapsed time (from
+    results["elapsed_s"]) and what was left behind. Returns the exit
+    status: RC, or 1 when something was left behind."""
+    if problems:
+        print(f"{prog}: {len(problems)} problem(s) recorded ({name} 'problems'):",
+              file=sys.stderr)
+        for p in problems[:10]:
+            print(f"  {json.dumps(p, default=str)[:400]}", file=sys.stderr)
+    print(f"elapsed: {results['elapsed_s']:.0f} s")
+    if left:
+        print(f"{prog}: left behind: {', '.join(left)}", file=sys.stderr)
+        return 1
+    return rc
+
+
+def reload(a):
+    """--from-json: the results file a.from_json and its configuration
+    (an argparse.Namespace: this call's options, the file's over them),
+    the file marked as summarized again now."""
+    with open(a.from_json) as f:
+        res = json.load(f)
+    cfg = argparse.Namespace(**{**vars(a), **res["config"]})
+    res.setdefault("resummarized", []).append(
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return res, cfg
 
 
 def machine():

@@ -69,7 +69,12 @@ nf_rx_ring_full, nf_rx_dropped: the NF's socket, RX ring full or no fill
 frame; nf_drops, nf_tx_full; link_from_nf: the IFB's shaper; slicer_stale:
 a payload evicted before its header came back; before_nf, after_nf:
 inline, before the NF's socket and between its transmit and the sink),
-and all counters are in the JSON.
+and all counters are in the JSON. CPU per frame (the CPU table, the
+target's line): nfslice-nf's threads' run time (schedstat, with the
+softirq work run in their system calls: in park the slicing host's
+return path) and each CPU's non-idle time (/proc/stat) over the trial's
+window, divided by the frames sent; the median over the paced trials
+that passed; "busy" is that time over the traffic's duration.
 
 Parts (--parts):
   ndr     NDR per NF and chain (--nfs), frame size (--sizes: 60 = 64 B on
@@ -148,15 +153,11 @@ nf.fig12.png. Needs root, make (build/nfslice-nf, nfslice-pktgen,
 nfslice, .output/xdp_pass.bpf.o, .output/latency_sink.bpf.o), clang, tc,
 bpftool.
 """
-import argparse
 import ipaddress
 import json
-import math
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -190,22 +191,14 @@ ADDR = {"inline": {"src": X.ADDR["1q"]["src"], "dst": X.ADDR["1q"]["dst"],
                  "backend_net": "10.212.2."}}
 
 
-class Interrupted(Exception):
-    pass
-
-
 def log(msg):
     B.log(msg, "exp_nf")
 
 
 # ------------------------------------------------------------ options --
 def parse(argv):
-    ap = argparse.ArgumentParser(
-        prog="exp_nf.py", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 2)[2])
-    B.add_common_args(ap, "smoke run (about 1.5 min): park fw,nat,lb 60 B and "
-                      "1514 B sliced, fig12 at 30%% E2, mix", runs=(1, 1))
+    ap = B.parser("exp_nf.py", __doc__, "smoke run (about 1.5 min): park fw,nat,lb "
+                  "60 B and 1514 B sliced, fig12 at 30%% E2, mix", runs=(1, 1))
     ap.add_argument("--parts", nargs="+", choices=("ndr", "fig12", "mix"))
     ap.add_argument("--modes", nargs="+", choices=("inline", "park"))
     ap.add_argument("--nfs", nargs="+", choices=NFS)
@@ -268,13 +261,7 @@ def parse(argv):
             rate_bps(r)
         except ValueError:
             ap.error(f"'{r}' is not a tc rate NUMBER{{kbit,mbit,gbit}} (e.g. 50mbit)")
-    online = os.sched_getaffinity(0)
-    for c in (a.gen_cpu, a.nf_cpu):
-        if c not in online:
-            ap.error(f"CPU {c} is not available (have {sorted(online)})")
-    if a.gen_cpu == a.nf_cpu:
-        ap.error("--gen-cpu and --nf-cpu must differ")
-    a.seed = a.seed if a.seed is not None else int(time.time())
+    B.check_cpus(ap, a)
     return a
 
 
@@ -626,11 +613,13 @@ class Session:
                              and k not in ("slots", "slots_busy")}
             rec["slicer"]["slots_busy_after"] = c1["slicer"].get("slots_busy")
         cs = cpustat.delta(s0, s1, cpus=[self.a.gen_cpu, self.a.nf_cpu])
+        rec["cpu_wall_ns"] = cs["wall_ns"]
         rec["cpu_busy_frac"] = {str(c): v["nonidle_ns"] / max(cs["wall_ns"], 1)
                                 for c, v in cs["cpus"].items()}
         if p0 and p1:
-            rec["nf_cpu_frac"] = (p1["sched_ns"] - p0["sched_ns"]) / max(cs["wall_ns"], 1)
-        rec["loadavg"] = open("/proc/loadavg").read().split()[:3]
+            rec["nf_cpu_ns"] = p1["sched_ns"] - p0["sched_ns"]
+            rec["nf_cpu_frac"] = rec["nf_cpu_ns"] / max(cs["wall_ns"], 1)
+        rec["loadavg"] = B.loadavg()
         rec["losses"] = losses(rec)
         rec["prepared"], self.prepared = self.prepared, None
         rec.update(extra or {})
@@ -804,14 +793,52 @@ def ndr(sess, g, a):
         out["limit"] = limit_of(fail)
         out["fail_losses"] = fail["losses"]
         out["fail_loss_frac"] = fail["loss_frac"]
-    # the NF's own CPU time per packet (all its threads, schedstat) in the
-    # paced trials that lost nothing: what one packet costs the NF server
-    ns = [r["nf_cpu_frac"] * 1e9 / r["achieved_pps"] for r in sess.trials[first:]
-          if r["kind"] == "bisect" and r.get("pass") and r.get("nf_cpu_frac")
-          and r["achieved_pps"]]
-    out["nf_ns_per_pkt"] = B.median(ns)
     out["trials"] = list(range(first, len(sess.trials)))
+    out.update(cpu_of(sess.trials, out["trials"]))
     return out
+
+
+def cpu_per_frame(r):
+    """CPU time per frame sent in trial R, ns: "nf", nfslice-nf's threads
+    (schedstat: with the softirq work the kernel runs in their system
+    calls), "cpu<N>", all non-idle time of CPU N (/proc/stat, 10 ms
+    ticks); and "busy<N>", CPU N's non-idle time over the traffic's
+    duration (at most: the window also holds the drain). The times cover
+    the counters' window, from the NF report before the traffic to the
+    one after it (1-2 s around --trial s of traffic), so they are divided
+    by the frames sent, not by the rate. Records without the window's
+    length (cpu_wall_ns, missing in older results files) use the interval
+    between those two reports (nfc dt_s) for it: the snapshots are taken
+    after each report, so the two differ by the time taken to read the
+    counters, some 10 ms, or up to 0.3 s where the first report was not
+    waited for."""
+    wall = r.get("cpu_wall_ns") or r["nfc"]["dt_s"] * 1e9
+    if not r.get("sent") or not wall:
+        return {}
+    out = {}
+    if r.get("nf_cpu_ns") is not None:
+        out["nf"] = r["nf_cpu_ns"] / r["sent"]
+    elif r.get("nf_cpu_frac") is not None:
+        out["nf"] = r["nf_cpu_frac"] * wall / r["sent"]
+    for c, f in (r.get("cpu_busy_frac") or {}).items():
+        out[f"cpu{c}"] = f * wall / r["sent"]
+        out[f"busy{c}"] = f * wall / 1e9 / max(r["gen_elapsed_s"], 1e-9)
+    return out
+
+
+def cpu_of(trials, idx):
+    """Medians of cpu_per_frame() over the paced trials of IDX (indexes
+    into TRIALS) that lost nothing: what one frame costs at or below the
+    NDR. {"nf_ns_per_pkt": .., "cpu_ns_per_pkt": {cpuN: ..},
+    "busy_in_traffic": {N: ..}}."""
+    per = [cpu_per_frame(trials[i]) for i in idx
+           if trials[i]["kind"] == "bisect" and trials[i].get("pass")]
+    keys = sorted({k for p in per for k in p})
+    return {"nf_ns_per_pkt": B.median([p.get("nf") for p in per]),
+            "cpu_ns_per_pkt": {k: B.median([p.get(k) for p in per])
+                               for k in keys if k.startswith("cpu")},
+            "busy_in_traffic": {k[4:]: B.median([p.get(k) for p in per])
+                                for k in keys if k.startswith("busy")}}
 
 
 def sliced_share(r):
@@ -955,6 +982,13 @@ def med(rs, k):
     return B.median([r.get(k) for r in rs])
 
 
+def cell(rs, **fields):
+    """One cell of a summary table from the results RS of its rounds:
+    {name: median of field} for name=field in FIELDS, and "limit", the
+    first round's."""
+    return {**{n: med(rs, f) for n, f in fields.items()}, "limit": rs[0].get("limit")}
+
+
 def summarize(a, results):
     S = {"ndr": [], "fig12": [], "mix": None, "targets": {}}
     pick = lambda **kw: [r for r in results if all(r.get(k) == v for k, v in kw.items())]  # noqa: E731
@@ -966,10 +1000,13 @@ def summarize(a, results):
                 if not rs:
                     continue
                 k = f"{size}{'s' if sl else ''}"
-                row[f"ndr_{k}"] = med(rs, "ndr_pps")
-                row[f"ns_{k}"] = med(rs, "nf_ns_per_pkt")
-                row[f"gbps_{k}"] = med(rs, "goodput_gbps")
-                row[f"limit_{k}"] = rs[0].get("limit")
+                row.update({f"{n}_{k}": v for n, v in cell(
+                    rs, ndr="ndr_pps", ns="nf_ns_per_pkt", gbps="goodput_gbps").items()})
+                for c in (a.gen_cpu, a.nf_cpu):
+                    row[f"cpu{c}_ns_{k}"] = B.median(
+                        [(r.get("cpu_ns_per_pkt") or {}).get(f"cpu{c}") for r in rs])
+                    row[f"cpu{c}_busy_{k}"] = B.median(
+                        [(r.get("busy_in_traffic") or {}).get(str(c)) for r in rs])
                 row[f"genbound_{k}"] = any(r.get("generator_bound") for r in rs)
                 row[f"runs_{k}"] = [r.get("ndr_pps") for r in rs]
 
@@ -997,6 +1034,8 @@ def summarize(a, results):
                        "nf_ns_sliced_1514": row.get("ns_1514s"),
                        "nf_ns_unsliced_60": row.get(f"ns_{SMALL}"),
                        "cpu_ratio": B.ratio(row.get(f"ns_{SMALL}"), row.get("ns_1514s")),
+                       "nf_cpu_busy_sliced_1514": row.get(f"cpu{a.nf_cpu}_busy_1514s"),
+                       "nf_cpu_busy_unsliced_60": row.get(f"cpu{a.nf_cpu}_busy_{SMALL}"),
                        "limit_sliced": row.get("limit_1514s"),
                        "limit_small": row.get(f"limit_{SMALL}")})
     S["targets"]["park_sliced_1514_vs_unsliced_small"] = t4
@@ -1012,10 +1051,8 @@ def summarize(a, results):
                 if not rs:
                     continue
                 k = f"E{exp}_{'notice' if notice else 'nonotice'}"
-                row[f"{k}_gbps"] = med(rs, "goodput_gbps")
-                row[f"{k}_pps"] = med(rs, "ndr_pps")
-                row[f"{k}_sliced_share"] = med(rs, "sliced_share")
-                row[f"{k}_limit"] = rs[0].get("limit")
+                row.update({f"{k}_{n}": v for n, v in cell(
+                    rs, gbps="goodput_gbps", pps="ndr_pps", sliced_share="sliced_share").items()})
                 row[f"{k}_vs_unsliced"] = B.ratio(row[f"{k}_gbps"], row["unsliced_gbps"])
         S["fig12"].append(row)
     fr = S["fig12"]
@@ -1057,7 +1094,14 @@ def summarize(a, results):
     return S
 
 
-def print_summary(S):
+def fig12_keys(S):
+    """The fig12 cells' column keys, E<expiry>_[no]notice, by expiry."""
+    return sorted({k[:-5] for r in S["fig12"] for k in r
+                   if k.startswith("E") and k.endswith("_gbps")},
+                  key=lambda k: (int(k[1:].split("_")[0]), k))
+
+
+def print_summary(S, a):
     if S["ndr"]:
         rows = []
         for r in S["ndr"]:
@@ -1069,10 +1113,19 @@ def print_summary(S):
                       "* = the generator's own speed",
                       ["mode", "NF", f"{SMALL} B", "1514 B", "1514 B sliced",
                        "sliced/unsl 1514", f"sliced 1514/{SMALL} B"], rows)
+        g, n = a.gen_cpu, a.nf_cpu
+        rows = []
+        for r in S["ndr"]:
+            cell = lambda k: "/".join(fmt(r.get(x), "{:.0f}") for x in (  # noqa: E731
+                f"ns_{k}", f"cpu{n}_ns_{k}", f"cpu{g}_ns_{k}")) + "  " + "/".join(
+                fmt(r.get(f"cpu{c}_busy_{k}")) for c in (n, g))
+            rows.append([r["mode"], r["nf"], cell(SMALL), cell("1514"), cell("1514s")])
+        B.print_table(f"CPU per frame in the trials that passed, ns: nfslice-nf / CPU {n} "
+                      f"(the NF's) / CPU {g} (generator's); then CPU {n} / CPU {g} busy "
+                      "over the traffic's duration (at most)",
+                      ["mode", "NF", f"{SMALL} B", "1514 B", "1514 B sliced"], rows)
     if S["fig12"]:
-        keys = sorted({k[:-5] for r in S["fig12"] for k in r
-                       if k.startswith("E") and k.endswith("_gbps")},
-                      key=lambda k: (int(k[1:].split("_")[0]), k))
+        keys = fig12_keys(S)
         rows = [[r["drop_pct"], fmt(r["unsliced_gbps"] and r["unsliced_gbps"] * 1e3, "{:.1f}")]
                 + [fmt(r.get(f"{k}_gbps") and r[f"{k}_gbps"] * 1e3, "{:.1f}") + " ("
                    + fmt(r.get(f"{k}_sliced_share"), "{:.2f}") + ")" for k in keys]
@@ -1099,7 +1152,9 @@ def print_summary(S):
               f"unsliced {SMALL} B {fmt_k(r['unsliced_60_pps'])} kpps = {fmt(r['ratio'])} "
               f"(>= {TARGET_SLICED_VS_SMALL}): {'met' if r['met'] else 'NOT met'}; NF CPU "
               f"per packet {fmt(r['nf_ns_unsliced_60'], '{:.0f}')} / "
-              f"{fmt(r['nf_ns_sliced_1514'], '{:.0f}')} ns = {fmt(r['cpu_ratio'])}")
+              f"{fmt(r['nf_ns_sliced_1514'], '{:.0f}')} ns = {fmt(r['cpu_ratio'])}, its CPU "
+              f"busy {fmt(r.get('nf_cpu_busy_unsliced_60'))} / "
+              f"{fmt(r.get('nf_cpu_busy_sliced_1514'))}")
     g = t.get("park_mix_goodput_gain")
     if g:
         print(f"  park mix goodput sliced / unsliced {fmt(g['ratio'])} (>= {g['target']}): "
@@ -1160,9 +1215,7 @@ def plots(S, out):
         plt.close(fig)
         files.append(f)
     if S["fig12"]:
-        keys = sorted({k[:-5] for r in S["fig12"] for k in r
-                       if k.startswith("E") and k.endswith("_gbps")},
-                      key=lambda k: (int(k[1:].split("_")[0]), k))
+        keys = fig12_keys(S)
         fig, ax = plt.subplots(figsize=(9, 4.2))
         cols = ["unsliced"] + keys
         w = 0.8 / len(cols)
@@ -1185,6 +1238,8 @@ def plots(S, out):
 
 
 def write_results(a, res, out):
+    """The summary printed; nf.json, the CSV files and the plots into OUT."""
+    print_summary(res["summary"], a)
     out = Path(out)
     B.write_json(out / "nf.json", res)
     B.write_csv(out / "nf.csv", csv_rows(res["trials"]))
@@ -1203,12 +1258,10 @@ def write_results(a, res, out):
 
 
 def from_json(a):
-    res = json.load(open(a.from_json))
-    cfg = argparse.Namespace(**{**vars(a), **res["config"]})
+    res, cfg = B.reload(a)
+    for n in res["ndrs"]:       # CPU per frame with today's cpu_per_frame()
+        n.update(cpu_of(res["trials"], n["trials"]))
     res["summary"] = summarize(cfg, res["ndrs"])
-    res.setdefault("resummarized", []).append(
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    print_summary(res["summary"])
     write_results(cfg, res, a.out)
     return 0
 
@@ -1218,31 +1271,16 @@ def main(argv):
     a = parse(argv)
     if a.from_json:
         return from_json(a)
-    results = B.preflight("exp_nf.py", a, argv)
+    results = B.preflight("exp_nf.py", a, argv, files=(X.NF_BIN, X.SINK_OBJ),
+                          tools=("clang", "tc", "bpftool", "ip"))
     if results is None:
         return 1
-    for f in (X.NF_BIN, X.SINK_OBJ):
-        if not Path(f).exists():
-            print(f"exp_nf.py: {f} missing: run 'make' first", file=sys.stderr)
-            return 1
-    missing = [t for t in ("clang", "tc", "bpftool", "ip") if not shutil.which(t)]
-    if missing:
-        print(f"exp_nf.py: missing {' '.join(missing)} (scripts/install-deps.sh)",
-              file=sys.stderr)
-        return 1
-    tag = f"nfbn-{random.SystemRandom().randrange(16 ** 5):05x}"
-    results["config"].update(seed=a.seed, tag=tag)
-    results["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
+    tag = B.start_run(results, a, "nfbn")
     start = time.monotonic()
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="nfbn-")
     trials, problems, sessions, ndrs, rigs = [], [], [], [], []
-
-    def on_signal(signum, frame):
-        raise Interrupted(f"signal {signum}")
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     os.sched_setaffinity(0, {a.gen_cpu})
-    rc = 0
 
     def using(rig, fn):
         rigs.append(rig)
@@ -1251,7 +1289,8 @@ def main(argv):
             fn(rig)
         finally:
             rig.down()
-    try:
+
+    def body():
         results["build"] = X.snapshot(tmp)
         # the topology scripts' helpers run the snapshot's nfslice and xdp_pass too
         nfsltopo.NFSLICE = X.BIN["nfslice"]
@@ -1283,42 +1322,21 @@ def main(argv):
                         else:
                             mix_part(r, a, files, rnd, rng, trials, problems, sessions, ndrs)
                 using(Park(f"{tag}-pl", dom + "pl", a.link_rate, a, a.link_queue_ms), shaped)
-    except Interrupted as e:
-        log(f"{e}: tearing down")
-        rc = 130
-    except Exception as e:      # noqa: BLE001 — record, tear down, report
-        log(f"error: {e!r}: tearing down")
-        problems.append({"what": "error", "error": repr(e)})
-        rc = 1
-    finally:
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)
+
+    def teardown():
         for rig in rigs:
             try:
                 rig.down()
             except Exception as e:      # noqa: BLE001
                 problems.append({"what": "teardown", "error": repr(e)})
         shutil.rmtree(tmp, ignore_errors=True)
-        for s, h in old.items():
-            signal.signal(s, h)
+    rc = B.guarded(body, teardown, problems, "exp_nf")
     left = [x for rig in rigs for x in rig.leftovers()]
-    S = summarize(a, ndrs)
-    results.update(trials=trials, ndrs=ndrs, sessions=sessions, summary=S,
-                   problems=problems, leftovers=left,
-                   loadavg_end=open("/proc/loadavg").read().split()[:3],
+    results.update(trials=trials, ndrs=ndrs, sessions=sessions, summary=summarize(a, ndrs),
+                   problems=problems, leftovers=left, loadavg_end=B.loadavg(),
                    elapsed_s=time.monotonic() - start)
-    print_summary(S)
     write_results(a, results, a.out)
-    if problems:
-        print(f"exp_nf.py: {len(problems)} problem(s) recorded (nf.json 'problems'):",
-              file=sys.stderr)
-        for p in problems[:10]:
-            print(f"  {json.dumps(p, default=str)[:400]}", file=sys.stderr)
-    print(f"elapsed: {results['elapsed_s']:.0f} s")
-    if left:
-        print(f"exp_nf.py: left behind: {', '.join(left)}", file=sys.stderr)
-        return 1
-    return rc
+    return B.finish("exp_nf.py", results, problems, left, rc, "nf.json")
 
 
 if __name__ == "__main__":

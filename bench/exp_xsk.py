@@ -140,13 +140,11 @@ NDR per architecture), xsk_variability.png (Fig. 6.7-6.9 and the stall).
 Needs root, make (build/nfslice-nf, nfslice-pktgen, nfslice,
 .output/xdp_pass.bpf.o, .output/latency_sink.bpf.o), clang, tc, bpftool.
 """
-import argparse
 import math
 import json
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -233,10 +231,6 @@ char LICENSE[] SEC("license") = "GPL";
 """
 
 
-class Interrupted(Exception):
-    pass
-
-
 class NFError(RuntimeError):
     """nfslice-nf misbehaved: the message says how, .evidence holds it."""
 
@@ -251,12 +245,8 @@ def log(msg):
 
 # ------------------------------------------------------------ options --
 def parse(argv):
-    ap = argparse.ArgumentParser(
-        prog="exp_xsk.py", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 2)[2])
-    B.add_common_args(ap, "smoke run (< 1 min): 1q, privring and rxbisect, "
-                      "1514 B rxdrop unsliced, ndr low stall", runs=(1, 1))
+    ap = B.parser("exp_xsk.py", __doc__, "smoke run (< 1 min): 1q, privring and "
+                  "rxbisect, 1514 B rxdrop unsliced, ndr low stall", runs=(1, 1))
     ap.add_argument("--trial", type=float, default=0.6,
                     help="s of traffic per trial (default 0.6)")
     ap.add_argument("--trial-long", type=float, default=1.6,
@@ -321,13 +311,7 @@ def parse(argv):
         ap.error("--trial-long between 1.1 and 1.6 s (it spans one report)")
     if a.runs < 1 or a.bisect < 0 or a.workers < 2:
         ap.error("--runs >= 1, --bisect >= 0, --workers >= 2")
-    online = os.sched_getaffinity(0)
-    for c in (a.gen_cpu, a.nf_cpu):
-        if c not in online:
-            ap.error(f"CPU {c} is not available (have {sorted(online)})")
-    if a.gen_cpu == a.nf_cpu:
-        ap.error("--gen-cpu and --nf-cpu must differ")
-    a.seed = a.seed if a.seed is not None else int(time.time())
+    B.check_cpus(ap, a)
     return a
 
 
@@ -1568,8 +1552,7 @@ def snapshot(tmp):
 def from_json(a):
     """--from-json: the summary, tables, CSV and plots again from the
     trials and sessions of a results file (its own configuration)."""
-    res = json.load(open(a.from_json))
-    cfg = argparse.Namespace(**{**vars(a), **res["config"]})
+    res, cfg = B.reload(a)
     trials = res["trials"]
     ndr, caps = {}, {}
     for srec in res["sessions"]:
@@ -1580,53 +1563,45 @@ def from_json(a):
         if t.get("kind") == "capacity":
             k = (t["path"], t["size"])
             caps[k] = max(caps.get(k, 0), t["delivered_pps"])
-    S = summarize(cfg, trials, ndr, caps)
-    res["summary"] = S
-    res.setdefault("resummarized", []).append(
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    print_summary(S)
-    out = Path(a.out)
-    B.write_json(out / "xsk.json", res)
-    B.write_csv(out / "xsk.csv", csv_rows(trials))
-    plot_ndr(S, out / "xsk_ndr.png")
-    plot_var(S, out / "xsk_variability.png")
-    print(f"\nresults: {out / 'xsk.json'}, xsk.csv, xsk_ndr.png, xsk_variability.png")
+    res["summary"] = summarize(cfg, trials, ndr, caps)
+    write_results(res, a.out)
     return 0
+
+
+def write_results(res, out):
+    """The summary printed; xsk.json, xsk.csv and the plots into OUT."""
+    S = res["summary"]
+    print_summary(S)
+    out = Path(out)
+    B.write_json(out / "xsk.json", res)
+    B.write_csv(out / "xsk.csv", csv_rows(res["trials"]))
+    try:
+        plot_ndr(S, out / "xsk_ndr.png")
+        plot_var(S, out / "xsk_variability.png")
+    except Exception as e:      # noqa: BLE001
+        log(f"plots failed: {e!r}")
+    print(f"\nresults: {out / 'xsk.json'}, xsk.csv, xsk_ndr.png, xsk_variability.png")
 
 
 def main(argv):
     a = parse(argv)
     if a.from_json:
         return from_json(a)
-    results = B.preflight("exp_xsk.py", a, argv)
+    results = B.preflight("exp_xsk.py", a, argv, files=(NF_BIN, SINK_OBJ),
+                          tools=("clang", "tc", "bpftool", "ip"))
     if results is None:
         return 1
-    for f in (NF_BIN, SINK_OBJ):
-        if not Path(f).exists():
-            print(f"exp_xsk.py: {f} missing: run 'make' first", file=sys.stderr)
-            return 1
-    missing = [t for t in ("clang", "tc", "bpftool", "ip") if not shutil.which(t)]
-    if missing:
-        print(f"exp_xsk.py: missing {' '.join(missing)} (scripts/install-deps.sh)",
-              file=sys.stderr)
-        return 1
-    tag = f"nfbx-{random.SystemRandom().randrange(16 ** 5):05x}"
-    results["config"].update(seed=a.seed, tag=tag)
-    results["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
+    tag = B.start_run(results, a, "nfbx")
     start = time.monotonic()
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="nfbx-")
     rig = Rig(tag, a, tmp)
     trials, problems, sessions, ndr, caps = [], [], [], {}, {}
-
-    def on_signal(signum, frame):
-        raise Interrupted(f"signal {signum}")
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     # This script and what it runs (pktgen's setup, bpftool, ip) stay off
     # the NF's CPU; nfslice-nf is started under taskset on --nf-cpu.
     os.sched_setaffinity(0, {a.gen_cpu})
-    rc = 0
-    try:
+
+    def body():
         results["build"] = snapshot(tmp)
         log(f"rig {tag}: generator on CPU {a.gen_cpu}, nfslice-nf on CPU {a.nf_cpu}")
         rig.up()
@@ -1638,45 +1613,18 @@ def main(argv):
             traffic_part(rig, a, trials, problems, sessions, ndr)
         if "stall" in a.parts:
             stall_part(rig, a, trials, problems, sessions, ndr)
-    except Interrupted as e:
-        log(f"{e}: tearing down")
-        rc = 130
-    except Exception as e:      # noqa: BLE001 — record, tear down, report
-        log(f"error: {e!r}: tearing down")
-        problems.append({"what": "error", "error": repr(e)})
-        rc = 1
-    finally:
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)
+
+    def teardown():
         rig.down()
         shutil.rmtree(tmp, ignore_errors=True)
-        for s, h in old.items():
-            signal.signal(s, h)
+    rc = B.guarded(body, teardown, problems, "exp_xsk")
     left = rig.leftovers()
-    S = summarize(a, trials, ndr, caps)
-    results.update(trials=trials, sessions=sessions, summary=S, problems=problems,
-                   leftovers=left, loadavg_end=open("/proc/loadavg").read().split()[:3],
+    results.update(trials=trials, sessions=sessions,
+                   summary=summarize(a, trials, ndr, caps), problems=problems,
+                   leftovers=left, loadavg_end=B.loadavg(),
                    elapsed_s=time.monotonic() - start)
-    print_summary(S)
-    out = Path(a.out)
-    B.write_json(out / "xsk.json", results)
-    B.write_csv(out / "xsk.csv", csv_rows(trials))
-    try:
-        plot_ndr(S, out / "xsk_ndr.png")
-        plot_var(S, out / "xsk_variability.png")
-    except Exception as e:      # noqa: BLE001
-        log(f"plots failed: {e!r}")
-    print(f"\nresults: {out / 'xsk.json'}, xsk.csv, xsk_ndr.png, xsk_variability.png")
-    if problems:
-        print(f"exp_xsk.py: {len(problems)} problem(s) recorded (xsk.json 'problems'):",
-              file=sys.stderr)
-        for p in problems[:10]:
-            print(f"  {json.dumps(p)[:400]}", file=sys.stderr)
-    print(f"elapsed: {results['elapsed_s']:.0f} s")
-    if left:
-        print(f"exp_xsk.py: left behind: {', '.join(left)}", file=sys.stderr)
-        return 1
-    return rc
+    write_results(results, a.out)
+    return B.finish("exp_xsk.py", results, problems, left, rc, "xsk.json")
 
 
 if __name__ == "__main__":
