@@ -135,7 +135,7 @@ struct upgrade_opts {
 };
 
 /* --json: what was replaced and how long each step took (ns, CLOCK_MONOTONIC). */
-static void upgrade_report(const char *name, int nsplicers, int nslicers, const __u64 t[4])
+static void upgrade_report(const char *name, int nsplicers, int nslicers, const __u64 t[5])
 {
 	struct json_writer jw;
 
@@ -144,6 +144,7 @@ static void upgrade_report(const char *name, int nsplicers, int nslicers, const 
 	jsonw_string_field(&jw, "name", name);
 	jsonw_uint_field(&jw, "splicers", nsplicers);
 	jsonw_uint_field(&jw, "slicers", nslicers);
+	jsonw_uint_field(&jw, "lock_ns", t[4] - t[0]);
 	jsonw_uint_field(&jw, "load_ns", t[1] - t[0]);
 	jsonw_uint_field(&jw, "splicers_ns", t[2] - t[1]);
 	jsonw_uint_field(&jw, "slicers_ns", t[3] - t[2]);
@@ -160,12 +161,14 @@ static int run_upgrade(void *p, int argc, char **argv)
 	struct nfsl_domain d;
 	char buf[32];
 	int err, lock, nsplicers = 0, nslicers = 0;
-	__u64 t[4]; /* start, new splicer loaded, splicers swapped, slicers swapped */
+	/* start, new splicer loaded, splicers swapped, slicers swapped, locked */
+	__u64 t[5];
 
 	t[0] = nfsl_now_ns();
 	lock = nfsl_domains_lock();
 	if (lock < 0)
 		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+	t[4] = nfsl_now_ns();
 	err = nfsl_domain_open(&d, name);
 	if (err) {
 		nfsl_err_domain(err, name);
@@ -258,8 +261,8 @@ static const struct nfsl_opt upgrade_table[] = {
 	{ "name", NFSL_OPT_STR, offsetof(struct upgrade_opts, name), .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, offsetof(struct upgrade_opts, json),
-	  .help = "print the programs replaced and each step's time (load_ns, splicers_ns, "
-		  "slicers_ns, total_ns: ns) as one JSON object" },
+	  .help = "print the programs replaced and each step's time (lock_ns, load_ns, "
+		  "splicers_ns, slicers_ns, total_ns: ns) as one JSON object" },
 	{ NULL },
 };
 
@@ -279,8 +282,8 @@ const struct nfsl_cmd nfsl_cmd_upgrade = {
 		"repaired first. Not for a slicer inside libxdp's dispatcher (this\n"
 		"kernel refuses the dispatcher: docs/platform.md). --json times the\n"
 		"steps (loading the new splicer, swapping the splicers, loading and\n"
-		"swapping the slicers) in ns; the lock and the domain's health check\n"
-		"count in load_ns.",
+		"swapping the slicers) in ns; load_ns includes lock_ns, the wait for\n"
+		"the host-wide lock, and the domain's health check.",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = upgrade_table,

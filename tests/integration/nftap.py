@@ -672,13 +672,18 @@ def nic_lab(lab):
     return lab
 
 
-def nic_lab_drops(lab):
-    """rx + tx dropped over every interface of nic_lab()'s LAB."""
-    n = 0
+def nic_lab_drops_by_iface(lab):
+    """{"role/dev": rx + tx dropped} of every interface of nic_lab()'s LAB."""
+    out = {}
     for role, dev, _ in NIC_IFACES:
         st = lab.link(role, dev)["stats64"]
-        n += st["rx"]["dropped"] + st["tx"]["dropped"]
-    return n
+        out[f"{role}/{dev}"] = st["rx"]["dropped"] + st["tx"]["dropped"]
+    return out
+
+
+def nic_lab_drops(lab):
+    """rx + tx dropped over every interface of nic_lab()'s LAB."""
+    return sum(nic_lab_drops_by_iface(lab).values())
 
 
 def summarize(report, flows):
