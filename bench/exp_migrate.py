@@ -171,10 +171,11 @@ def parse_args(argv):
     ap.add_argument("--release-rate", type=int, default=50000,
                     help="rate at which the NF sends the held headers on, pps "
                          "(default 50000, the fill's; 0 as fast as it can)")
-    ap.add_argument("--before", type=float, default=1.0,
-                    help="latency window before the operation, s (default 1)")
-    ap.add_argument("--after", type=float, default=0.5,
-                    help="latency window after the operation, s (default 0.5)")
+    ap.add_argument("--before", type=float, default=2.0,
+                    help="latency window before the operation, s (default 2)")
+    ap.add_argument("--after", type=float, default=1.0,
+                    help="latency window after the operation, s (default 1; after - "
+                         "before is the control: the variation without an operation)")
     ap.add_argument("--op-cpu", type=int, default=1,
                     help="CPU the operation's commands run on (default 1; the "
                          "streams are on CPU 0)")
@@ -510,6 +511,10 @@ def point(m, a, op, n, run, ncpu):
     res["lost_unaccounted"] = res["lost"] - res["drops_counted"] - max(0, res["holder_missed"])
     res["added_p99_us"] = sub(res["lat_during"]["p99_us"], res["lat_before"]["p99_us"])
     res["added_mean_us"] = sub(res["lat_during"]["mean_us"], res["lat_before"]["mean_us"])
+    # The same difference with no operation running (after - before): the
+    # machine's own variation, against which "added" must be read.
+    res["control_p99_us"] = sub(res["lat_after"]["p99_us"], res["lat_before"]["p99_us"])
+    res["skipped_full"] = cnt["skipped_full"]
     return res
 
 
@@ -554,8 +559,10 @@ def fmt(v, f="{:.1f}"):
 
 
 # ------------------------------------------------------------ summary --
-SUMMARY = ("wall_ms", "unsliced_pkts", "unsliced_ms", "state_bytes", "added_p99_us",
-           "added_mean_us", "lost", "lost_unaccounted")
+SUMMARY = ("wall_ms", "own_ms", "lock_wait_ms", "unsliced_pkts", "unsliced_ms",
+           "no_program_ms", "no_slicing_ms", "state_bytes", "added_p99_us", "added_mean_us",
+           "control_p99_us", "lost", "lost_unaccounted", "veth_drops_op", "veth_drops_after",
+           "skipped_full")
 
 
 def summarize(points, a):
@@ -578,6 +585,7 @@ def summarize(points, a):
             row["csum_bad"] = sum(p["csum_bad"] for p in pts)
             row["truncated_points"] = sum(1 for p in pts if p["truncated"])
             row["lost_total"] = sum(p["lost"] for p in pts)
+            row["drops_op_total"] = sum(p["veth_drops_op"] for p in pts)
             row["sent_total"] = sum(p["sent"] for p in pts)
             rows.append(row)
     return rows
@@ -587,16 +595,17 @@ def print_summary(rows):
     def m(row, k, f="{:.1f}"):
         return fmt(row[k]["median"] if isinstance(row[k], dict) else row[k], f)
     B.print_table(
-        "medians over the runs (latency: probe, one-way; added = during - before, per run)",
+        "medians over the runs (latency: probe, one-way, us; added = during - before, "
+        "control = after - before, per run; lost: all runs, in the operation's window)",
         ["op", "held", "time ms", "unsliced pkts", "unsliced ms", "state B",
-         "p50 before/during", "p99 before/during", "p99 added", "mean added",
-         "lost (unacc.)", "stale/replayed"],
+         "p50 before/during", "p99 before/during", "p99 added", "p99 control",
+         "mean added", "lost (op)", "stale/replayed"],
         [[r["op"], r["held"], m(r, "wall_ms"), m(r, "unsliced_pkts", "{:.0f}"),
           m(r, "unsliced_ms", "{:.2f}"), m(r, "state_bytes", "{:.0f}"),
           f"{m(r, 'before_p50_us')}/{m(r, 'during_p50_us')}",
           f"{m(r, 'before_p99_us')}/{m(r, 'during_p99_us')}", m(r, "added_p99_us"),
-          m(r, "added_mean_us"),
-          f"{r['lost_total']} ({m(r, 'lost_unaccounted', '{:.0f}')})",
+          m(r, "control_p99_us"), m(r, "added_mean_us"),
+          f"{r['lost_total']} ({r['drops_op_total']})",
           f"{r['stale']}/{r['replayed']}"] for r in rows])
 
 
@@ -608,6 +617,8 @@ def csv_rows(points):
                                  "release_after_ms", "sent", "received", "lost",
                                  "drops_counted", "lost_unaccounted", "holder_missed",
                                  "csum_bad", "truncated", "added_p99_us", "added_mean_us",
+                                 "control_p99_us", "veth_drops_op", "veth_drops_after",
+                                 "lock_wait_ms", "own_ms", "no_slicing_ms",
                                  "background_busy_max")}
         for w in ("before", "during", "after"):
             for q in ("samples", "p50_us", "p99_us", "mean_us"):
@@ -672,7 +683,7 @@ def main(argv=None):
         notes.append("copy: skipped, this build's nfslice migrate has no --mode "
                      "(the copy mode is not in it)")
         print(f"exp_migrate.py: {notes[-1]}", file=sys.stderr)
-    results.update(experiment="migrate", ncpu=ncpu, notes=notes, points=[])
+    results.update(experiment="migrate", ncpu=ncpu, notes=notes, points=[], errors=[])
     t0 = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="nfmg", dir="/dev/shm"))
     m = MigLab(a, tmp)
@@ -684,7 +695,16 @@ def main(argv=None):
             ops = a.ops[run % len(a.ops):] + a.ops[:run % len(a.ops)]
             for op in ops:
                 for n in a.held:
-                    r = point(m, a, op, n, run, ncpu)
+                    try:
+                        r = point(m, a, op, n, run, ncpu)
+                    except (RuntimeError, AssertionError, KeyError, ValueError,
+                            subprocess.TimeoutExpired) as e:
+                        # Kept and reported; the next point starts afresh.
+                        results["errors"].append({"op": op, "held": n, "run": run,
+                                                  "error": str(e)[-1000:]})
+                        print(f"run {run} {op} held {n}: FAILED: {str(e)[-300:]}",
+                              flush=True)
+                        continue
                     results["points"].append(r)
                     say(r)
     finally:
