@@ -48,6 +48,7 @@ Operations (--ops):
   copy     nfslice migrate --mode copy --json, if this build's migrate
            --help offers --mode (skipped otherwise, with a note); release
            after it, so the NIC's splicer must splice the imported slots.
+  hog      the control: no operation, a 600 ms busy loop on --op-cpu.
 
 Measured per point: the command's wall time and its own phases (--json);
 unsliced packets (the DUT's nft counter of 5201 frames forwarded without
@@ -86,7 +87,8 @@ LOAD_SPORT, PROBE_SPORT, FILL_SPORT = 1024, 40000, 2048
 HOLD = 65535            # a threshold no frame reaches: attached, not slicing
 THRESHOLD = 256         # nfslice attach's default
 GEN_CPU, FILL_CPU = 0, 1
-OPS = ("upgrade", "drain", "ckpt", "copy")
+OPS = ("upgrade", "drain", "ckpt", "copy", "hog")
+HOG_MS = 600            # the control "hog": about an upgrade's time
 # Counters of a domain summed over the instances a point used.
 HARM = ("stale", "replayed", "too_big", "splice_failed", "dropped_gso")
 KEPT = HARM + ("sliced", "spliced", "bad_token", "skipped_small", "skipped_full",
@@ -136,6 +138,21 @@ print(json.dumps({"sent": len(pkts) - errors, "errors": errors, "start": t0,
 """
 
 
+# Numeric options: name, type, default, meaning (with the unit).
+NUMERIC_OPTS = (
+    ("size", int, 1514, "frame bytes of every stream, without FCS"),
+    ("load-rate", int, 20000, "paced load, pps, 16 flows"),
+    ("probe-rate", int, 10000, "stamped probe stream, pps"),
+    ("fill-rate", int, 50000, "rate of the frames whose headers the NF holds, pps"),
+    ("release-rate", int, 50000,
+     "rate at which the NF sends the held headers on, pps (0: as fast as it can)"),
+    ("before", float, 2.0, "latency window before the operation, s"),
+    ("after", float, 1.0, "latency window after the operation, s (after - before is the "
+     "control: the variation without an operation)"),
+    ("op-cpu", int, 1, "CPU the operation's commands run on (the streams are on CPU 0)"),
+)
+
+
 def int_list(ap, name, text):
     try:
         return [int(float(x)) for x in text.split(",")]
@@ -154,31 +171,20 @@ def parse_args(argv):
     B.add_common_args(ap, "smoke run: 1 repetition, held 1000 and 16000 (< 1 min)",
                       runs=(5, 1))
     ap.add_argument("--ops", default=",".join(OPS),
-                    help="operations, comma-separated, of upgrade, drain, ckpt, copy "
-                         "(default all; copy only where migrate --help offers --mode)")
+                    help="operations, comma-separated, of upgrade, drain, ckpt, copy, "
+                         f"hog (default all; copy only where migrate --help offers "
+                         f"--mode; hog: the control, a {HOG_MS} ms busy loop on "
+                         "--op-cpu and nothing else)")
     ap.add_argument("--held", default=None,
                     help="payloads outstanding during the operation, comma-separated "
                          "(default 1000,16000,64000; quick 1000,16000)")
-    ap.add_argument("--size", type=int, default=1514,
-                    help="frame bytes of every stream, without FCS (default 1514)")
-    ap.add_argument("--load-rate", type=int, default=20000,
-                    help="paced load, pps (16 flows; default 20000)")
-    ap.add_argument("--probe-rate", type=int, default=10000,
-                    help="stamped probe stream, pps (default 10000)")
-    ap.add_argument("--fill-rate", type=int, default=50000,
-                    help="rate of the frames whose headers the NF holds, pps "
-                         "(default 50000)")
-    ap.add_argument("--release-rate", type=int, default=50000,
-                    help="rate at which the NF sends the held headers on, pps "
-                         "(default 50000, the fill's; 0 as fast as it can)")
-    ap.add_argument("--before", type=float, default=2.0,
-                    help="latency window before the operation, s (default 2)")
-    ap.add_argument("--after", type=float, default=1.0,
-                    help="latency window after the operation, s (default 1; after - "
-                         "before is the control: the variation without an operation)")
-    ap.add_argument("--op-cpu", type=int, default=1,
-                    help="CPU the operation's commands run on (default 1; the "
-                         "streams are on CPU 0)")
+    for opt, typ, default, what in NUMERIC_OPTS:
+        ap.add_argument(f"--{opt}", type=typ, default=default,
+                        help=f"{what} (default {default})")
+    ap.add_argument("--steps", action="store_true",
+                    help="also take a migration apart: each command (attach, stop, "
+                         "start, detach, upgrade) alone under the streams, its latency "
+                         "and drops, between idle windows (2 rounds, ~20 s)")
     ap.add_argument("--gro", action="store_true",
                     help="GRO on every veth of the lab (a veth then keeps its NAPI "
                          "when an XDP program comes or goes; default: the kernel's "
@@ -419,14 +425,78 @@ def op_ckpt(m, a, slots, held, release):
             "no_slicing_ms": wall - lw["stop"] - ph["stop"]}
 
 
-OP_RUN = {"upgrade": op_upgrade, "drain": op_drain, "ckpt": op_ckpt, "copy": op_copy}
+def op_hog(m, a, slots, held, release):
+    """The control: no operation, a busy loop on the operation's CPU for
+    HOG_MS (what any command's CPU time does to the streams' latency on
+    this 2-vCPU machine)."""
+    t0 = time.monotonic()
+    m.lab.exec("dut", "taskset", "-c", str(a.op_cpu), nftap.PY, "-c",
+               f"import time\nt = time.monotonic() + {HOG_MS / 1e3}\n"
+               "while time.monotonic() < t:\n    pass\n")
+    return {"wall_ms": (time.monotonic() - t0) * 1e3, "state_bytes": 0, "parts": ["dut"],
+            "phases_ms": {}}
+
+
+# --steps: a migration taken apart, one command at a time, each between two
+# sink snapshots, with 0.5 s without a command ("idle") around them.
+STEPS = (
+    ("idle", None, ()),
+    ("nic attach (holding)", "nic", ("attach", "--name", DOMAIN, "--threshold", HOLD,
+                                     "--nf-port", "h0,h1", "--ttl", 0, "w0", "w1")),
+    ("idle", None, ()),
+    ("dut stop", "dut", ("set", "--name", DOMAIN, "--threshold", HOLD)),
+    ("nic start", "nic", ("set", "--name", DOMAIN, "--threshold", THRESHOLD)),
+    ("idle", None, ()),
+    ("dut detach", "dut", ("detach", "--name", DOMAIN)),
+    ("idle", None, ()),
+    ("dut attach", "dut", ("attach", "--name", DOMAIN, "--ttl", 0, "d0", "d1")),
+    ("nic detach", "nic", ("detach", "--name", DOMAIN)),
+    ("idle", None, ()),
+    ("dut upgrade", "dut", ("upgrade", "--name", DOMAIN)),
+)
+
+
+def steps(m, a, rounds=2):
+    """Latency and drops of each step of STEPS under the streams (no held
+    payloads): where a migration's cost comes from. Returns the rows."""
+    m.reset(store_slots(1, 2))
+    sink = L.LatencySink(m.lab.ns("srv"), "s0", LOAD_PORT, 0, drop=True,
+                         tag=m.lab.tag).attach()
+    procs, rows = [], []
+    try:
+        procs = [m.pktgen(GEN_CPU, a.load_rate, LOAD_PORT, LOAD_SPORT, 16),
+                 m.pktgen(GEN_CPU, a.probe_rate, LOAD_PORT, PROBE_SPORT, 1, stamp=True)]
+        time.sleep(1)
+        for rnd in range(rounds):
+            for name, role, cmd in STEPS:
+                d0, s0, t0 = m.drops(), sink.snapshot(), time.monotonic()
+                if role:
+                    m.nfslice(role, *cmd, cpu=a.op_cpu)
+                else:
+                    time.sleep(0.5)
+                ms = (time.monotonic() - t0) * 1e3
+                s1, d1 = sink.snapshot(), m.drops()
+                r = {"round": rnd, "step": name, "ms": ms, **lat(s0, s1),
+                     "drops": {k: v - d0[k] for k, v in d1.items() if v - d0[k]}}
+                rows.append(r)
+                print(f"steps {rnd} {name:22s} {ms:7.1f} ms: p50 {fmt(r['p50_us'])} p99 "
+                      f"{fmt(r['p99_us'])} p99.9 {fmt(r['p999_us'])} us ({r['samples']} "
+                      f"samples), drops {r['drops']}", flush=True)
+    finally:
+        L.kill_all(procs)
+        sink.detach()
+    return rows
+
+
+OP_RUN = {"upgrade": op_upgrade, "drain": op_drain, "ckpt": op_ckpt, "copy": op_copy,
+          "hog": op_hog}
 
 
 # --------------------------------------------------------------- point --
 def lat(a0, a1):
     """Probe latency between two sink snapshots (latlib.summarize, us)."""
     s = L.summarize(L.snap_diff(a0, a1))
-    return {k: s[k] for k in ("samples", "p50_us", "p99_us", "mean_us", "p999_us")}
+    return {k: s[k] for k in ("samples", "p50_us", "p99_us", "p999_us", "mean_us")}
 
 
 def point(m, a, op, n, run, ncpu):
@@ -707,6 +777,8 @@ def main(argv=None):
                         continue
                     results["points"].append(r)
                     say(r)
+        if a.steps:
+            results["steps"] = steps(m, a)
     finally:
         problems = m.down()
         for f in tmp.iterdir():
