@@ -6,7 +6,7 @@ docs/benchmarks-migrate.md).
 
 usage: bench/exp_migrate.py [--quick] [--runs N] [--out DIR] [--ops LIST]
                             [--held LIST] [--load-rate PPS] [--probe-rate PPS]
-                            [--fill-rate PPS] [--release-rate PPS] ...
+                            [--fill-rate PPS] [--release-rate PPS] [--steps] ...
 
 Lab: tests/integration/nftap.py's nic_lab(), cli - nic - dut - nic - srv
 (namespaces nfmg<pid>-*, removed at the end, also on an error or SIGTERM).
@@ -168,7 +168,7 @@ def parse_args(argv):
                "namespaces (nfmg<pid>-*). docs/benchmarks-migrate.md has the method "
                "and the results.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    B.add_common_args(ap, "smoke run: 1 repetition, held 1000 and 16000 (< 1 min)",
+    B.add_common_args(ap, "smoke run: 1 repetition, held 1000 and 16000 (about 1 min)",
                       runs=(5, 1))
     ap.add_argument("--ops", default=",".join(OPS),
                     help="operations, comma-separated, of upgrade, drain, ckpt, copy, "
@@ -723,6 +723,7 @@ def plot(rows, a, path):
         ax.grid(True, which="both", alpha=.3)
         ax.legend(fontsize=8)
     axes[1].axhline(1000, ls="--", color="gray", lw=1)
+    axes[1].set_yscale("symlog", linthresh=100)   # an outlier of 20 ms, and +-100 us
     fig.suptitle(f"median of {a.runs} runs, bars min-max; {a.load_rate} + {a.probe_rate} pps "
                  f"of {a.size} B", fontsize=9)
     fig.tight_layout()
