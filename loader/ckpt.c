@@ -11,6 +11,7 @@
 #include "nfslice.h"
 #include "ckpt.h"
 #include "json_writer.h"
+#include "util.h"
 
 struct ckpt_opts {
 	char *name;
@@ -21,7 +22,7 @@ struct ckpt_opts {
 static const struct ckpt_opts ckpt_defaults = { .name = "default" };
 
 static void report(const struct ckpt_opts *o, const char *what,
-		   const struct nfsl_ckpt_result *r)
+		   const struct nfsl_ckpt_result *r, __u64 ns)
 {
 	struct json_writer jw;
 
@@ -41,6 +42,7 @@ static void report(const struct ckpt_opts *o, const char *what,
 	jsonw_string_field(&jw, "name", o->name);
 	jsonw_string_field(&jw, "file", o->file);
 	jsonw_uint_field(&jw, "bytes", r->bytes);
+	jsonw_uint_field(&jw, "ns", ns); /* the library call, without start-up */
 	if (!strcmp(what, "checkpoint")) {
 		jsonw_uint_field(&jw, "saved", r->saved);
 		jsonw_uint_field(&jw, "skipped", r->skipped);
@@ -55,6 +57,7 @@ static int run(void *p, bool save)
 	const struct ckpt_opts *o = p;
 	struct nfsl_ckpt_result r;
 	char dir[PATH_MAX], err[1024];
+	__u64 t0;
 	int rc;
 
 	if (!o->file)
@@ -65,11 +68,12 @@ static int run(void *p, bool save)
 		rc = -ENOENT;
 	if (rc)
 		return nfsl_err_domain(rc, o->name);
+	t0 = nfsl_now_ns();
 	rc = save ? nfsl_ckpt_save(dir, o->file, &r, err, sizeof(err)) :
 		    nfsl_ckpt_restore(dir, o->file, &r, err, sizeof(err));
 	if (rc)
 		return nfsl_err("%s", err);
-	report(o, save ? "checkpoint" : "restore", &r);
+	report(o, save ? "checkpoint" : "restore", &r, nfsl_now_ns() - t0);
 	return 0;
 }
 
@@ -89,7 +93,8 @@ static const struct nfsl_opt ckpt_table[] = {
 	  .help = "domain name (default: default)" },
 	{ "file", NFSL_OPT_STR, OFF(file), .metavar = "PATH",
 	  .help = "the checkpoint file (required)" },
-	{ "json", NFSL_OPT_FLAG, OFF(json), .help = "print what was done as one JSON object" },
+	{ "json", NFSL_OPT_FLAG, OFF(json),
+	  .help = "print what was done as one JSON object (with ns: the time it took, ns)" },
 	{ NULL },
 };
 

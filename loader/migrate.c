@@ -120,7 +120,7 @@ static int run_migrate(void *p, int argc, char **argv)
 			  "--keep", keep, "--expiry", expiry };
 	struct nfsl_domain d;
 	struct json_writer jw;
-	__u64 t0, t_stop, t_start, t_end, waited = 0;
+	__u64 t0, t_stop, t_start, t_drained, t_end, waited = 0;
 	__u32 busy = 0, busy0 = 0, wait_ms;
 	int n = 11, err;
 
@@ -187,6 +187,7 @@ static int run_migrate(void *p, int argc, char **argv)
 			break;
 		usleep(1000);
 	}
+	t_drained = nfsl_now_ns();
 	nfsl_domain_close(&d);
 	if (sub(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
 		nfsl_err("detaching the old instance failed (above): it slices nothing; "
@@ -210,6 +211,10 @@ static int run_migrate(void *p, int argc, char **argv)
 	jsonw_uint_field(&jw, "busy_at_switch", busy0);
 	jsonw_uint_field(&jw, "busy_left", busy);
 	jsonw_uint_field(&jw, "total_ns", t_end - t0);
+	/* The phases: new instance attached, drained, old one detached. */
+	jsonw_uint_field(&jw, "attach_ns", t_stop - t0);
+	jsonw_uint_field(&jw, "drain_ns", t_drained - t_start);
+	jsonw_uint_field(&jw, "detach_ns", t_end - t_drained);
 	jsonw_end_object(&jw);
 	return 0;
 fail:
@@ -250,7 +255,8 @@ const struct nfsl_cmd nfsl_cmd_migrate = {
 		"its key: bad_token), and a sliced header is never sliced again, so the\n"
 		"two never drop each other's packets. Prints the unsliced window (between\n"
 		"stop and start), the payloads parked at the switch and left after the\n"
-		"drain (lost with the old store), and the total time.",
+		"drain (lost with the old store), and the total time; --json adds its\n"
+		"phases (attach_ns: the new instance; drain_ns; detach_ns: the old one).",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = migrate_table,

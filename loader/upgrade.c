@@ -22,7 +22,9 @@
 #include <linux/if_link.h>
 
 #include "nfslice.h"
+#include "json_writer.h"
 #include "netdev.h"
+#include "util.h"
 #include "slicer.skel.h"
 #include "splicer.skel.h"
 
@@ -127,18 +129,46 @@ static int repin_splicer(const char *dir, struct bpf_program *prog)
 	return err;
 }
 
-static int run_upgrade(void *o, int argc, char **argv)
+struct upgrade_opts {
+	char *name;
+	bool json;
+};
+
+/* --json: what was replaced and how long each step took (ns, CLOCK_MONOTONIC). */
+static void upgrade_report(const char *name, int nsplicers, int nslicers, const __u64 t[5])
 {
-	const char *name = *(const char **)o;
+	struct json_writer jw;
+
+	jsonw_init(&jw, stdout);
+	jsonw_start_object(&jw);
+	jsonw_string_field(&jw, "name", name);
+	jsonw_uint_field(&jw, "splicers", nsplicers);
+	jsonw_uint_field(&jw, "slicers", nslicers);
+	jsonw_uint_field(&jw, "lock_ns", t[4] - t[0]);
+	jsonw_uint_field(&jw, "load_ns", t[1] - t[0]);
+	jsonw_uint_field(&jw, "splicers_ns", t[2] - t[1]);
+	jsonw_uint_field(&jw, "slicers_ns", t[3] - t[2]);
+	jsonw_uint_field(&jw, "total_ns", t[3] - t[0]);
+	jsonw_end_object(&jw);
+}
+
+static int run_upgrade(void *p, int argc, char **argv)
+{
+	const struct upgrade_opts *o = p;
+	const char *name = o->name;
 	struct splicer_bpf *sp = NULL;
 	struct nfsl_health h;
 	struct nfsl_domain d;
 	char buf[32];
 	int err, lock, nsplicers = 0, nslicers = 0;
+	/* start, new splicer loaded, splicers swapped, slicers swapped, locked */
+	__u64 t[5];
 
+	t[0] = nfsl_now_ns();
 	lock = nfsl_domains_lock();
 	if (lock < 0)
 		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+	t[4] = nfsl_now_ns();
 	err = nfsl_domain_open(&d, name);
 	if (err) {
 		nfsl_err_domain(err, name);
@@ -161,6 +191,7 @@ static int run_upgrade(void *o, int argc, char **argv)
 		err = -1;
 		goto out;
 	}
+	t[1] = nfsl_now_ns();
 	for (__u32 i = 0; i < d.cfg.nifaces; i++) {
 		const struct nfsl_iface *ifc = &d.cfg.ifaces[i];
 
@@ -185,6 +216,7 @@ static int run_upgrade(void *o, int argc, char **argv)
 		err = -1;
 		goto out;
 	}
+	t[2] = nfsl_now_ns();
 	for (__u32 i = 0; i < d.cfg.nifaces; i++) {
 		const struct nfsl_iface *ifc = &d.cfg.ifaces[i];
 		const char *ifname = nfsl_health_ifname(&h, &d.cfg, i, buf, sizeof(buf));
@@ -204,11 +236,16 @@ static int run_upgrade(void *o, int argc, char **argv)
 			err = -1;
 			goto out;
 		}
-		printf("nfslice: %s: slicer %u -> %u\n", ifname, old_id, new_id);
+		if (!o->json)
+			printf("nfslice: %s: slicer %u -> %u\n", ifname, old_id, new_id);
 		nslicers++;
 	}
-	printf("nfslice: domain '%s' upgraded: %d splicers, %d slicers replaced; store, "
-	       "key and counters kept\n", name, nsplicers, nslicers);
+	t[3] = nfsl_now_ns();
+	if (o->json)
+		upgrade_report(name, nsplicers, nslicers, t);
+	else
+		printf("nfslice: domain '%s' upgraded: %d splicers, %d slicers replaced; "
+		       "store, key and counters kept\n", name, nsplicers, nslicers);
 	err = 0;
 out:
 	splicer_bpf__destroy(sp);
@@ -218,10 +255,14 @@ out_unlock:
 	return err ? -1 : 0;
 }
 
-static const char *const upgrade_defaults = "default";
+static const struct upgrade_opts upgrade_defaults = { .name = "default" };
 
 static const struct nfsl_opt upgrade_table[] = {
-	{ "name", NFSL_OPT_STR, 0, .metavar = "NAME", .help = "domain name (default: default)" },
+	{ "name", NFSL_OPT_STR, offsetof(struct upgrade_opts, name), .metavar = "NAME",
+	  .help = "domain name (default: default)" },
+	{ "json", NFSL_OPT_FLAG, offsetof(struct upgrade_opts, json),
+	  .help = "print the programs replaced and each step's time (lock_ns, load_ns, "
+		  "splicers_ns, slicers_ns, total_ns: ns) as one JSON object" },
 	{ NULL },
 };
 
@@ -239,11 +280,14 @@ const struct nfsl_cmd nfsl_cmd_upgrade = {
 		"are spliced by the new splicer. The new programs must read the old\n"
 		"ones' store and tokens (the same format); a damaged domain must be\n"
 		"repaired first. Not for a slicer inside libxdp's dispatcher (this\n"
-		"kernel refuses the dispatcher: docs/platform.md).",
+		"kernel refuses the dispatcher: docs/platform.md). --json times the\n"
+		"steps (loading the new splicer, swapping the splicers, loading and\n"
+		"swapping the slicers) in ns; load_ns includes lock_ns, the wait for\n"
+		"the host-wide lock, and the domain's health check.",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = upgrade_table,
 	.run = run_upgrade,
-	.opts_size = sizeof(const char *),
+	.opts_size = sizeof(struct upgrade_opts),
 	.defaults = &upgrade_defaults,
 };

@@ -621,6 +621,71 @@ class Lab:
                              f"stdout {out!r}; stderr {err[-800:]!r}")
 
 
+# ------------------------------------------------------------- NIC lab --
+# cli - nic - dut - nic - srv: "nic" stands in for a smart NIC in front of
+# the DUT host. Its wire ports w0 (to cli) and w1 (to srv) and host ports
+# h0 (to dut's d0) and h1 (from dut's d1). It sends what arrives from the
+# wire through the host (policy routing by input port) and what comes back
+# from the host out to the wire. The DUT forwards (the NF). Migration
+# (docs/manager.md) moves a domain between the DUT (d0, d1 inline) and the
+# NIC (w0, w1 with NF ports h0, h1).
+NIC_ADDRS = {"cli": "10.231.1.2", "w0": "10.231.1.1", "h0": "10.231.2.1",
+             "d0": "10.231.2.2", "d1": "10.231.3.2", "h1": "10.231.3.1",
+             "w1": "10.231.4.1", "srv": "10.231.4.2"}
+# (role, interface, key of NIC_ADDRS), in path order.
+NIC_IFACES = (("cli", "c0", "cli"), ("nic", "w0", "w0"), ("nic", "h0", "h0"),
+              ("dut", "d0", "d0"), ("dut", "d1", "d1"), ("nic", "h1", "h1"),
+              ("nic", "w1", "w1"), ("srv", "s0", "srv"))
+
+
+def nic_lab(lab):
+    """Build cli - nic - dut - nic - srv in LAB (a Lab with no namespace
+    yet): namespaces, veths, addresses (NIC_ADDRS, /24), routes, forwarding
+    in nic and dut, TX checksum offload off at both ends (full checksums,
+    as from a wire), and one ping each way (neighbours resolved). Returns
+    LAB; raises AssertionError when a command fails."""
+    a = NIC_ADDRS
+    lab.add("cli", "nic", "dut", "srv")
+    for i in range(0, len(NIC_IFACES), 2):
+        (r0, d0, _), (r1, d1, _) = NIC_IFACES[i:i + 2]
+        lab.veth(r0, d0, r1, d1)
+    for role, dev, key in NIC_IFACES:
+        lab.addr(role, dev, a[key] + "/24")
+    for role, *route in (("cli", "default", "via", a["w0"]),
+                         ("srv", "default", "via", a["w1"]),
+                         ("dut", "10.231.4.0/24", "via", a["h1"]),
+                         ("dut", "10.231.1.0/24", "via", a["h0"]),
+                         # wire -> host by input port; host -> wire: connected
+                         ("nic", "default", "via", a["d0"], "table", "100"),
+                         ("nic", "default", "via", a["d1"], "table", "101")):
+        lab.ip(role, "route", "add", *route)
+    lab.ip("nic", "rule", "add", "iif", "w0", "table", "100")
+    lab.ip("nic", "rule", "add", "iif", "w1", "table", "101")
+    for role in ("nic", "dut"):
+        lab.sysctl(role, "net.ipv4.ip_forward=1",
+                   "net.ipv4.conf.all.rp_filter=0",
+                   "net.ipv4.conf.default.rp_filter=0")
+    for role, dev in (("cli", "c0"), ("srv", "s0")):
+        lab.exec(role, "ethtool", "-K", dev, "tx", "off")
+    for role, peer in (("cli", a["srv"]), ("srv", a["cli"])):
+        lab.exec(role, "ping", "-c", "1", "-W", "2", peer)
+    return lab
+
+
+def nic_lab_drops_by_iface(lab):
+    """{"role/dev": rx + tx dropped} of every interface of nic_lab()'s LAB."""
+    out = {}
+    for role, dev, _ in NIC_IFACES:
+        st = lab.link(role, dev)["stats64"]
+        out[f"{role}/{dev}"] = st["rx"]["dropped"] + st["tx"]["dropped"]
+    return out
+
+
+def nic_lab_drops(lab):
+    """rx + tx dropped over every interface of nic_lab()'s LAB."""
+    return sum(nic_lab_drops_by_iface(lab).values())
+
+
 def summarize(report, flows):
     """Totals of FLOWS in a udp report: sent is taken from the end markers
     the receivers saw (or None). Returns dict good, truncated, corrupt, dup,

@@ -448,12 +448,20 @@ def test_upgrade_under_traffic(rig, tmp_path):
                      stderr=subprocess.PIPE)
     try:
         os.killpg(cli.pid, signal.SIGUSR1)
-        for _ in range(3):
+        for i in range(3):
             s0 = sliced(rig)
             poll(lambda: sliced(rig) >= s0 + 1000, 10, "1000 more sliced")
-            cp = rig.nfslice("upgrade", "--name", DOMAIN)
+            js = ("--json",) if i == 2 else ()  # the last one reports JSON
+            cp = rig.nfslice("upgrade", "--name", DOMAIN, *js)
             assert cp.returncode == 0, describe(cp)
-            assert "2 splicers, 2 slicers replaced" in cp.stdout, describe(cp)
+            if js:
+                r = json.loads(cp.stdout)
+                assert (r["splicers"], r["slicers"]) == (2, 2), r
+                assert 0 < r["slicers_ns"] < r["total_ns"] == r["load_ns"] + \
+                    r["splicers_ns"] + r["slicers_ns"], r
+            else:
+                assert "2 splicers, 2 slicers replaced" in cp.stdout, \
+                    describe(cp)
             ids.append(prog_ids(rig))
         s0 = sliced(rig)
         poll(lambda: sliced(rig) >= s0 + 1000, 10, "sliced after upgrade")
@@ -577,7 +585,7 @@ def test_checkpoint_restore(rig, tmp_path):
     r = json.loads(must(rig.nfslice("checkpoint", "--name", DOMAIN, "--file",
                                     ck, "--json")))
     assert r["saved"] == parked["slots_busy"] and r["bytes"] == \
-        ck.stat().st_size, r
+        ck.stat().st_size and r["ns"] > 0, r
     assert ck.stat().st_mode & 0o777 == 0o600
 
     cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
@@ -621,66 +629,24 @@ def test_checkpoint_restore(rig, tmp_path):
 
 
 # ------------------------------------------------------------ migration --
-# cli - nic - dut - nic - srv: "nic" stands in for a smart NIC in front of
-# the DUT host. Its wire ports w0 (to cli) and w1 (to srv) and host ports
-# h0 (to dut's d0) and h1 (from dut's d1). It sends what arrives from the
-# wire through the host (policy routing by input port) and what comes back
-# from the host out to the wire. The DUT forwards (the NF). The domain
-# starts inline in the DUT (d0, d1) and moves to the NIC: wire ports as
-# domain interfaces, host ports as NF ports (the park roles).
-MIG = {"cli": "10.231.1.2", "w0": "10.231.1.1", "h0": "10.231.2.1",
-       "d0": "10.231.2.2", "d1": "10.231.3.2", "h1": "10.231.3.1",
-       "w1": "10.231.4.1", "srv": "10.231.4.2"}
+# cli - nic - dut - nic - srv (nftap.nic_lab): the domain starts inline in
+# the DUT (d0, d1) and moves to the NIC (wire ports as domain interfaces,
+# host ports as NF ports: the park roles).
+MIG = nftap.NIC_ADDRS
 
 
 @pytest.fixture
 def nicrig():
     lab = nftap.Lab("mig", NFSLICE)
     try:
-        lab.add("cli", "nic", "dut", "srv")
-        lab.veth("cli", "c0", "nic", "w0")
-        lab.veth("nic", "h0", "dut", "d0")
-        lab.veth("dut", "d1", "nic", "h1")
-        lab.veth("nic", "w1", "srv", "s0")
-        for role, dev, key in (("cli", "c0", "cli"), ("nic", "w0", "w0"),
-                               ("nic", "h0", "h0"), ("dut", "d0", "d0"),
-                               ("dut", "d1", "d1"), ("nic", "h1", "h1"),
-                               ("nic", "w1", "w1"), ("srv", "s0", "srv")):
-            lab.addr(role, dev, MIG[key] + "/24")
-        lab.ip("cli", "route", "add", "default", "via", MIG["w0"])
-        lab.ip("srv", "route", "add", "default", "via", MIG["w1"])
-        lab.ip("dut", "route", "add", "10.231.4.0/24", "via", MIG["h1"])
-        lab.ip("dut", "route", "add", "10.231.1.0/24", "via", MIG["h0"])
-        # The NIC: wire -> host by input port; host -> wire: connected.
-        lab.ip("nic", "route", "add", "default", "via", MIG["d0"], "table",
-               "100")
-        lab.ip("nic", "route", "add", "default", "via", MIG["d1"], "table",
-               "101")
-        lab.ip("nic", "rule", "add", "iif", "w0", "table", "100")
-        lab.ip("nic", "rule", "add", "iif", "w1", "table", "101")
-        for role in ("nic", "dut"):
-            lab.sysctl(role, "net.ipv4.ip_forward=1",
-                       "net.ipv4.conf.all.rp_filter=0",
-                       "net.ipv4.conf.default.rp_filter=0")
-        for role, dev in (("cli", "c0"), ("srv", "s0")):
-            lab.exec(role, "ethtool", "-K", dev, "tx", "off")
-        for role, peer in (("cli", MIG["srv"]), ("srv", MIG["cli"])):
-            lab.exec(role, "ping", "-c", "1", "-W", "2", peer)
+        nftap.nic_lab(lab)
         yield lab
     finally:
         problems = lab.destroy()
         assert not problems, problems
 
 
-def lab_if_drops(lab):
-    """rx + tx dropped over every interface of the migration rig."""
-    n = 0
-    for role, dev in (("cli", "c0"), ("nic", "w0"), ("nic", "h0"),
-                      ("dut", "d0"), ("dut", "d1"), ("nic", "h1"),
-                      ("nic", "w1"), ("srv", "s0")):
-        st = lab.link(role, dev)["stats64"]
-        n += st["rx"]["dropped"] + st["tx"]["dropped"]
-    return n
+lab_if_drops = nftap.nic_lab_drops
 
 
 def test_migrate_drain_under_traffic(nicrig, tmp_path):
@@ -723,6 +689,8 @@ def test_migrate_drain_under_traffic(nicrig, tmp_path):
     mig = json.loads(cp.stdout)
     print(f"migrate: {mig}")
     assert mig["busy_left"] == 0, mig
+    assert mig["attach_ns"] + mig["unsliced_ns"] + mig["drain_ns"] + \
+        mig["detach_ns"] <= mig["total_ns"], mig
     nic = lambda: lab.stats("nic", name)  # noqa: E731
     s0 = nic()["sliced"]
     poll(lambda: nic()["sliced"] >= s0 + 2000, 10, "2000 sliced on the NIC")
