@@ -94,7 +94,10 @@ def test_checkpoint_restore_under_traffic(rig, tmp_path):
               f"received {got}, socket drops {rep_srv['socket_drops']}; " \
               f"after restore {after_restore}, at the end {st}"
     assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
-    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
+    # A veth drops what it is transmitting while an XDP program leaves or
+    # comes (docs/benchmarks-migrate.md: 0-25 frames per checkpoint +
+    # restore at 30 kpps); detach and attach do both. Not zero: bounded.
+    assert got["good"] + rep_srv["socket_drops"] >= sent - 50, numbers
     assert restored["restored"] == saved["saved"], numbers
     assert after_restore["slots_busy"] == restored["restored"], numbers
     for k in ("stale", "bad_token", "replayed", "too_big", "evicted"):
