@@ -114,6 +114,19 @@ static int set_via_daemon(const struct set_opts *o, const struct nfsl_cfg_change
 	return 0;
 }
 
+/* The outcome of a change written on the pins: the config as written, or
+ * the error (-ENOENT: no such domain). */
+static int report(const struct set_opts *o, int rc, const struct nfsl_config *cfg,
+		  const char *err)
+{
+	if (rc == -ENOENT)
+		return nfsl_err_domain(rc, o->name);
+	if (rc)
+		return nfsl_err("%s", *err ? err : strerror(-rc));
+	print(o, cfg, "pins");
+	return 0;
+}
+
 /* --quota NAME=Q[,NAME=Q]: the regions of @cfg with those quotas, into
  * @size. Returns 0 or -1 after a message. */
 static int quota_sizes(const char *list, const struct nfsl_config *cfg, __u32 *size)
@@ -186,12 +199,7 @@ static int set_tenants(const struct set_opts *o, const char *dir)
 					 o->mode ? o->mode == 2 : -1, if_gen, &cfg, err,
 					 sizeof(err));
 	}
-	if (rc == -ENOENT)
-		return nfsl_err_domain(rc, o->name);
-	if (rc)
-		return nfsl_err("%s", *err ? err : strerror(-rc));
-	print(o, &cfg, "pins");
-	return 0;
+	return report(o, rc, &cfg, err);
 }
 
 static int run_set(void *p, int argc, char **argv)
@@ -205,10 +213,9 @@ static int run_set(void *p, int argc, char **argv)
 	};
 	struct nfsl_config cfg;
 	char dir[PATH_MAX], err[512];
+	bool ten = o->tenants || o->quota || o->mode;
 	__u64 cookie;
 	int rc;
-
-	bool ten = o->tenants || o->quota || o->mode;
 
 	if (!nfsl_cfg_change_any(&c) && !ten)
 		return nfsl_err("nothing to change: give --threshold, --keep, --expiry, "
@@ -232,12 +239,7 @@ static int run_set(void *p, int argc, char **argv)
 		return rc;
 	rc = nfsl_config_change(dir, &c, o->if_gen != UNSET ? &o->if_gen : NULL, &cfg, err,
 				sizeof(err));
-	if (rc == -ENOENT)
-		return nfsl_err_domain(rc, o->name);
-	if (rc)
-		return nfsl_err("%s", *err ? err : strerror(-rc));
-	print(o, &cfg, "pins");
-	return 0;
+	return report(o, rc, &cfg, err);
 }
 
 #define OFF(f) offsetof(struct set_opts, f)

@@ -32,17 +32,14 @@ range:
 	return -ERANGE;
 }
 
-int nfsl_config_change(const char *dir, const struct nfsl_cfg_change *c, const __u32 *if_gen,
-		       struct nfsl_config *out, char *err, size_t errlen)
+int nfsl_config_update(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
+		       const void *arg, struct nfsl_config *out, char *err, size_t errlen)
 {
 	struct nfsl_domain d;
 	__u32 zero = 0;
 	int lock, rc;
 
 	*err = '\0';
-	rc = nfsl_cfg_change_check(c, err, errlen);
-	if (rc)
-		return rc;
 	lock = nfsl_domains_lock();
 	if (lock < 0) {
 		snprintf(err, errlen, "cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
@@ -58,17 +55,12 @@ int nfsl_config_change(const char *dir, const struct nfsl_cfg_change *c, const _
 		rc = -ESTALE;
 		goto out;
 	}
-	if (c->has_threshold)
-		d.cfg.threshold = c->threshold;
-	if (c->has_keep)
-		d.cfg.keep = c->keep;
-	if (c->has_expiry)
-		d.cfg.expiry = c->expiry;
-	if (c->has_ttl)
-		d.cfg.ttl_us = c->ttl_ms * 1000;
+	rc = change(&d, arg, err, errlen);
+	if (rc)
+		goto out;
 	d.cfg.cfg_gen++;
 	/* One write of the whole value: each field is an aligned 32-bit word
-	 * the datapath reads on its own, and no other field changes. */
+	 * the datapath reads on its own. */
 	if (bpf_map_update_elem(d.config_fd, &zero, &d.cfg, BPF_ANY)) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot write the configuration: %s", strerror(-rc));
@@ -81,4 +73,29 @@ out:
 out_unlock:
 	close(lock);
 	return rc;
+}
+
+static int apply_change(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
+{
+	const struct nfsl_cfg_change *c = arg;
+
+	if (c->has_threshold)
+		d->cfg.threshold = c->threshold;
+	if (c->has_keep)
+		d->cfg.keep = c->keep;
+	if (c->has_expiry)
+		d->cfg.expiry = c->expiry;
+	if (c->has_ttl)
+		d->cfg.ttl_us = c->ttl_ms * 1000;
+	return 0;
+}
+
+int nfsl_config_change(const char *dir, const struct nfsl_cfg_change *c, const __u32 *if_gen,
+		       struct nfsl_config *out, char *err, size_t errlen)
+{
+	int rc = nfsl_cfg_change_check(c, err, errlen);
+
+	if (rc)
+		return rc;
+	return nfsl_config_update(dir, if_gen, apply_change, c, out, err, errlen);
 }

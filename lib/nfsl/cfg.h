@@ -54,4 +54,18 @@ int nfsl_cfg_change_check(const struct nfsl_cfg_change *c, char *err, size_t err
 int nfsl_config_change(const char *dir, const struct nfsl_cfg_change *c, const __u32 *if_gen,
 		       struct nfsl_config *out, char *err, size_t errlen);
 
+/* A change of the domain's open config d->cfg (message in @err on error). */
+typedef int (*nfsl_config_fn)(struct nfsl_domain *d, const void *arg, char *err,
+			      size_t errlen);
+
+/*
+ * nfsl_config_update - the one runtime change every writer makes (set,
+ * tenant quotas, nfsliced): under the host-wide lock, read the config of
+ * the domain at @dir, refuse a stale @if_gen (-ESTALE), apply @change, bump
+ * cfg_gen and write. *@out (may be NULL) as nfsl_config_change. Returns 0,
+ * -ESTALE, -ENOENT, @change's error, or another -errno, with @err set.
+ */
+int nfsl_config_update(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
+		       const void *arg, struct nfsl_config *out, char *err, size_t errlen);
+
 #endif /* NFSL_CFG_H */

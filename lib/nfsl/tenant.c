@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cfg.h"
 #include "tenant.h"
 
 #define TEN_DEFAULT "default"
@@ -414,64 +415,24 @@ out:
 	return rc;
 }
 
-/* Common part of apply and resize: lock, open, check the generation,
- * @change, write with a new generation. */
-static int tenants_change(const char *dir, const __u32 *if_gen, struct nfsl_config *out,
-			  char *err, size_t errlen,
-			  int (*change)(struct nfsl_domain *d, const void *arg, char *err,
-					size_t errlen),
-			  const void *arg)
+/* Tenant changes need a domain with tenants. */
+static int has_tenants(const struct nfsl_domain *d, char *err, size_t errlen)
 {
-	struct nfsl_domain d;
-	__u32 zero = 0;
-	int lock, rc;
-
-	*err = '\0';
-	lock = nfsl_domains_lock();
-	if (lock < 0) {
-		snprintf(err, errlen, "cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
-		return lock;
-	}
-	rc = nfsl_domain_open_dir(&d, dir);
-	if (rc)
-		goto out_unlock;
-	if (if_gen && *if_gen != d.cfg.cfg_gen) {
-		snprintf(err, errlen,
-			 "the configuration changed since generation %u (now %u): read it "
-			 "again and retry", *if_gen, d.cfg.cfg_gen);
-		rc = -ESTALE;
-		goto out;
-	}
-	if (!d.cfg.ntenants) {
-		snprintf(err, errlen, "the domain has no tenants: they are declared at attach "
-			 "(nfslice attach --tenants FILE)");
-		rc = -EINVAL;
-		goto out;
-	}
-	rc = change(&d, arg, err, errlen);
-	if (rc)
-		goto out;
-	d.cfg.cfg_gen++;
-	if (bpf_map_update_elem(d.config_fd, &zero, &d.cfg, BPF_ANY)) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot write the configuration: %s", strerror(-rc));
-		d.cfg.cfg_gen--;
-	}
-out:
-	if (out)
-		*out = d.cfg;
-	nfsl_domain_close(&d);
-out_unlock:
-	close(lock);
-	return rc;
+	if (d->cfg.ntenants)
+		return 0;
+	snprintf(err, errlen, "the domain has no tenants: they are declared at attach "
+		 "(nfslice attach --tenants FILE)");
+	return -EINVAL;
 }
 
 static int apply_spec(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
 {
 	const struct nfsl_tenant_spec *sp = arg;
 	struct nfsl_config c = d->cfg;
-	int rc = tenants_config(&c, sp, err, errlen);
+	int rc = has_tenants(d, err, errlen);
 
+	if (!rc)
+		rc = tenants_config(&c, sp, err, errlen);
 	if (rc)
 		return rc;
 	rc = nfsl_tenants_write_rules(d->dir, sp);
@@ -486,7 +447,7 @@ static int apply_spec(struct nfsl_domain *d, const void *arg, char *err, size_t 
 int nfsl_tenants_apply(const char *dir, const struct nfsl_tenant_spec *sp, const __u32 *if_gen,
 		       struct nfsl_config *out, char *err, size_t errlen)
 {
-	return tenants_change(dir, if_gen, out, err, errlen, apply_spec, sp);
+	return nfsl_config_update(dir, if_gen, apply_spec, sp, out, err, errlen);
 }
 
 struct resize_arg {
@@ -498,6 +459,8 @@ static int apply_resize(struct nfsl_domain *d, const void *arg, char *err, size_
 {
 	const struct resize_arg *r = arg;
 
+	if (has_tenants(d, err, errlen))
+		return -EINVAL;
 	if (r->size && nfsl_tenants_layout(&d->cfg, r->size)) {
 		snprintf(err, errlen, "the quotas add up to more than the %u slots of a "
 			 "partition: lower them", d->cfg.part_slots);
@@ -515,7 +478,7 @@ int nfsl_tenants_resize(const char *dir, const __u32 *size, int mode, const __u3
 {
 	struct resize_arg r = { size, mode };
 
-	return tenants_change(dir, if_gen, out, err, errlen, apply_resize, &r);
+	return nfsl_config_update(dir, if_gen, apply_resize, &r, out, err, errlen);
 }
 
 int nfsl_tenants_read(const struct nfsl_domain *d, struct nfsl_tenant_state *st,
