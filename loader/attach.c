@@ -328,14 +328,42 @@ static void remove_pins(const char *dir)
 }
 
 /*
+ * TCP connections conntrack tracks in this namespace that may still carry
+ * packets (any state but TIME_WAIT and CLOSE), from /proc/net/nf_conntrack
+ * (per namespace); 0 when conntrack is not there. Those that crossed while
+ * the domain sliced hold windows learned from sliced lengths.
+ */
+static int ct_live_tcp(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/net/nf_conntrack", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " tcp ") && !strstr(line, " TIME_WAIT ") &&
+		    !strstr(line, " CLOSE "))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
  * Restore nf_conntrack_tcp_be_liberal if this domain set it, unless another
- * domain of the namespace remains: that one inherits the duty.
+ * domain of the namespace remains (that one inherits the duty) or TCP
+ * connections are still tracked: their windows were learned from sliced
+ * (shorter) segments, so strict tracking would mark their next packets
+ * invalid, and an invalid reply escapes masquerade's reverse translation,
+ * reaches the router's own stack and comes back as a reset (seen under a
+ * download across detach and attach: tests/integration/test_restore_load.py).
  */
 static void ct_liberal_release(const char *name, const struct nfsl_config *cfg)
 {
 	char nsdir[PATH_MAX];
 	struct dirent *e;
 	DIR *dh;
+	int live;
 
 	if (!(cfg->flags & NFSL_CFG_CT_LIBERAL_SET))
 		return;
@@ -353,6 +381,13 @@ static void ct_liberal_release(const char *name, const struct nfsl_config *cfg)
 			return;
 		}
 		closedir(dh);
+	}
+	live = ct_live_tcp();
+	if (live) {
+		fprintf(stderr, "nfslice: note: left net.netfilter.nf_conntrack_tcp_be_liberal=1: "
+			"%d TCP connections tracked here may have crossed sliced, and strict "
+			"tracking would reset them; set it to 0 when they have ended\n", live);
+		return;
 	}
 	nfsl_sysctl(NFSL_SYSCTL_CT_LIBERAL, NULL, 0);
 }
@@ -1011,8 +1046,11 @@ const struct nfsl_cmd nfsl_cmd_detach = {
 	.description =
 		"Removes the slicer and the splicer from every interface of the domain,\n"
 		"the clsact qdiscs nfslice created, and the pinned maps. Payloads still\n"
-		"parked are dropped with the store. Also cleans up after an attach that\n"
-		"was interrupted.",
+		"parked are dropped with the store. Sets nf_conntrack_tcp_be_liberal\n"
+		"back to 0 if attach had set it, unless TCP connections are still\n"
+		"tracked in the namespace (their windows were learned from sliced\n"
+		"segments: strict tracking would reset them; a note says so). Also\n"
+		"cleans up after an attach that was interrupted.",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = detach_table,
