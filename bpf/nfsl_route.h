@@ -158,16 +158,14 @@ static __always_inline bool nfsl_for_us(const struct ethhdr *eth,
 
 /*
  * nfsl_route - decide whether the packet @p of @ctx may be sliced; when it
- * may, *@dst is the store partition of its egress (nfsl_iface.part) and
- * *@itenant the tenant of its ingress interface (nfsl_iface.tenant).
+ * may, *@dst is the store partition of its egress (nfsl_iface.part).
  * Returns enum nfsl_route. Cost: one FIB lookup without the neighbour
  * table (BPF_FIB_LOOKUP_SKIP_NEIGH, Linux >= 6.3), paid only by packets
  * large enough to slice.
  */
 static __always_inline int nfsl_route(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
-				      const struct nfsl_pkt *p, __u32 *dst,
-				      __u32 *itenant)
+				      const struct nfsl_pkt *p, __u32 *dst)
 {
 	const struct nfsl_iface *out;
 	void *data = (void *)(long)ctx->data;
@@ -224,7 +222,6 @@ static __always_inline int nfsl_route(struct xdp_md *ctx,
 		if (!out)
 			return NFSL_ROUTE_OTHER;
 		*dst = out->part;
-		*itenant = in->tenant;
 		return NFSL_ROUTE_SLICE;
 	case BPF_FIB_LKUP_RET_NOT_FWDED:
 	case BPF_FIB_LKUP_RET_FWD_DISABLED:

@@ -19,6 +19,7 @@
 #include <xdp/xdp_helpers.h>
 
 #include "nfsl_maps.h"
+#include "nfsl_alloc.h"
 #include "nfsl_hdr.h"
 #include "nfsl_token.h"
 #include "nfsl_store.h"
@@ -66,16 +67,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct nfsl_mgr_counters);
 } nfsl_mgr_cnt SEC(".maps");
-
-/* Tenants (issue 10 §5, struct nfsl_tenant): each tenant's allocation
- * state in each partition of this CPU, key dst x NFSL_MAX_TENANTS +
- * tenant; pinned as "tenant_cursor". */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NFSL_MAX_PARTS * NFSL_MAX_TENANTS);
-	__type(key, __u32);
-	__type(value, struct nfsl_alloc);
-} nfsl_tcursor SEC(".maps");
 
 /* Per-CPU counters of each tenant (struct nfsl_tenant_counters), key the
  * tenant; pinned as "tenant_counters": nfsliced's demand estimate. */
@@ -129,54 +120,71 @@ struct {
 	__type(value, __u32);
 } nfsl_tvlan SEC(".maps");
 
-/*
- * nfsl_tenant_of - the tenant of packet @p (issue 10 §5): the longest
- * destination prefix rule matching it, else its outer VLAN's rule, else
- * its ingress interface's tenant @itenant (0 unless set: the default).
- * Each lookup only when such rules exist (config tenant_flags).
- */
-static __always_inline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cfg,
-					    const struct nfsl_pkt *p, __u32 itenant)
+/* The tenant of the longest destination prefix rule matching the IP
+ * header at @l3 (IPv6 if @v6), plus one; 0 when none does. The address is
+ * loaded with bpf_xdp_load_bytes: @l3 is an argument the verifier knows
+ * nothing of. */
+static __always_inline __u32 nfsl_tenant_pfx(struct xdp_md *ctx, __u32 l3, __u32 v6)
 {
-	__u32 flags = cfg->tenant_flags, *t;
+	struct nfsl_scratch *sc = nfsl_get_scratch();
+	struct nfsl_tenant_pfx *k;
+	__u32 *t;
 
-	if (flags & NFSL_TEN_PREFIX) {
-		void *data = (void *)(long)ctx->data;
-		void *data_end = (void *)(long)ctx->data_end;
-		struct nfsl_scratch *sc = nfsl_get_scratch();
-		struct nfsl_tenant_pfx *k;
-
-		if (!sc)
-			return itenant;
-		k = &sc->pfx;
-		k->prefixlen = 128;
-		if (p->v6) {
-			struct ipv6hdr *ip6 = data + p->l3off;
-
-			if ((void *)(ip6 + 1) > data_end)
-				return itenant;
-			__builtin_memcpy(k->addr, &ip6->daddr, 16);
-		} else {
-			struct iphdr *iph = data + p->l3off;
-
-			if ((void *)(iph + 1) > data_end)
-				return itenant;
-			__builtin_memset(k->addr, 0, 10);
-			k->addr[10] = k->addr[11] = 0xff;
-			__builtin_memcpy(k->addr + 12, &iph->daddr, 4);
-		}
-		t = bpf_map_lookup_elem(&nfsl_tpfx, k);
-		if (t)
-			return *t;
+	if (!sc)
+		return 0;
+	k = &sc->pfx;
+	k->prefixlen = 128;
+	if (v6) {
+		if (bpf_xdp_load_bytes(ctx, l3 + offsetof(struct ipv6hdr, daddr), k->addr, 16))
+			return 0;
+	} else {
+		__builtin_memset(k->addr, 0, 10);
+		k->addr[10] = k->addr[11] = 0xff;
+		if (bpf_xdp_load_bytes(ctx, l3 + offsetof(struct iphdr, daddr), k->addr + 12, 4))
+			return 0;
 	}
-	if ((flags & NFSL_TEN_VLAN) && p->vlan) {
-		__u32 vid = p->vlan;
+	t = bpf_map_lookup_elem(&nfsl_tpfx, k);
+	return t ? *t + 1 : 0;
+}
 
+/*
+ * nfsl_tenant_of - the tenant of a packet (issue 10 §5): the longest
+ * destination prefix rule matching its IP header at @l3, else the rule of
+ * its outer VLAN (@pkt bits 8-19; bit 0: IPv6), else its ingress
+ * interface's tenant (nfsl_iface.tenant); always 0 (the default) in a domain without
+ * tenants or for a rule naming a tenant that is not there. Each lookup
+ * only when such rules exist (config tenant_flags).
+ * A global function, verified once (see nfsl_alloc_slot): its result is
+ * an unknown scalar to the caller whether tenants exist or not, so the
+ * slicer's paths do not split on a known tenant 0 (a constant key of an
+ * array lookup is tracked precisely), and the ingress interface's entry
+ * is found here, not carried from nfsl_route (a pointer out of
+ * nfsl_iface_find's loop multiplies the states by its exits). Scalars
+ * only: the verifier forgets what a stack pointer handed to a global
+ * function points at.
+ */
+__noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cfg, __u32 l3,
+				__u32 pkt)
+{
+	__u32 flags, vid = (pkt >> 8) & (NFSL_VLAN_IDS - 1), tenant = 0, *t, r;
+	const struct nfsl_iface *in;
+
+	if (!cfg || !cfg->ntenants)
+		return 0;
+	in = nfsl_iface_find(cfg, ctx->ingress_ifindex);
+	if (in)
+		tenant = in->tenant;
+	flags = cfg->tenant_flags;
+	if ((flags & NFSL_TEN_PREFIX) && (r = nfsl_tenant_pfx(ctx, l3, pkt & 1))) {
+		tenant = r - 1;
+	} else if ((flags & NFSL_TEN_VLAN) && vid) {
 		t = bpf_map_lookup_elem(&nfsl_tvlan, &vid);
 		if (t && *t)
-			return *t - 1;
+			tenant = *t - 1;
 	}
-	return itenant;
+	if (tenant >= cfg->ntenants || tenant >= NFSL_MAX_TENANTS)
+		tenant = 0;
+	return tenant;
 }
 
 /*
@@ -298,8 +306,7 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 static __always_inline int nfsl_slice(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
 				      struct nfsl_counters *cnt,
-				      const struct nfsl_pkt *p, __u32 parked, __u32 dst,
-				      __u32 itenant)
+				      const struct nfsl_pkt *p, __u32 parked, __u32 dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -311,27 +318,21 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	struct nfsl_token tok;
 	__u64 parked_ns;
 	struct nfsl_take t;
-	struct nfsl_tenant_counters *tc = NULL;
-	struct nfsl_alloc *ta = NULL;
+	struct nfsl_tenant_counters *tc;
 	struct nfsl_slot *s;
-	__u32 tenant = 0;
+	__u32 tenant;
 
-	if (cfg->ntenants) {
-		__u32 k;
-
-		tenant = nfsl_tenant_of(ctx, cfg, p, itenant);
-		if (tenant >= cfg->ntenants || tenant >= NFSL_MAX_TENANTS)
-			tenant = 0; /* a rule naming a tenant that is not there */
-		k = (dst < NFSL_MAX_PARTS ? dst : 0) * NFSL_MAX_TENANTS + tenant;
-		ta = bpf_map_lookup_elem(&nfsl_tcursor, &k);
-		tc = bpf_map_lookup_elem(&nfsl_tcnt, &tenant);
-		if (!ta || !tc)
-			return XDP_PASS;
+	/* Looked up without tenants too: a pointer that may be NULL would
+	 * double the verifier's states; counting stays for tenants. */
+	tenant = cfg->ntenants ? nfsl_tenant_of(ctx, cfg, p->l3off, (__u32)p->vlan << 8 | p->v6) : 0;
+	tc = bpf_map_lookup_elem(&nfsl_tcnt, &tenant);
+	if (!tc)
+		return XDP_PASS;
+	if (cfg->ntenants)
 		tc->attempts++;
-	}
-	s = nfsl_alloc_slot(cfg, dst, tenant, ta, &t);
-	if (!s) {
-		if (tc) {
+	if (cfg->ntenants ? nfsl_alloc_tenant(cfg, dst, tenant, &t) :
+			    nfsl_alloc_slot(cfg, dst, &t)) {
+		if (cfg->ntenants) {
 			tc->skipped_quota++;
 			cnt->skipped_quota++;
 		} else {
@@ -339,9 +340,14 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		}
 		return XDP_PASS;
 	}
+	s = bpf_map_lookup_elem(&nfsl_store, &t.idx);
+	if (!s) { /* unreachable: the allocator found it */
+		cnt->slice_failed++;
+		return XDP_PASS;
+	}
 	if (t.claim == NFSL_CLAIM_EVICTED) {
 		cnt->evicted++;
-		if (tc)
+		if (cfg->ntenants)
 			tc->evicted++;
 	}
 
@@ -402,7 +408,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		nfsl_park_log_write(rec, t.seq, t.idx, t.gen, parked_ns);
 	cnt->sliced++;
 	cnt->parked_bytes += parked;
-	if (tc)
+	if (cfg->ntenants)
 		tc->sliced++;
 	return XDP_PASS;
 
@@ -459,7 +465,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
-	__u32 frame_len = data_end - data, paylen, keep, dst = 0, itenant = 0;
+	__u32 frame_len = data_end - data, paylen, keep, dst = 0;
 	struct nfsl_pkt p = {};
 
 	if (!cfg || !cnt || !cfg->slots)
@@ -489,7 +495,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_big++;
 		return XDP_PASS;
 	}
-	switch (nfsl_route(ctx, cfg, &p, &dst, &itenant)) {
+	switch (nfsl_route(ctx, cfg, &p, &dst)) {
 	case NFSL_ROUTE_SLICE:
 		break;
 	case NFSL_ROUTE_L2:
@@ -508,7 +514,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_route++;
 		return XDP_PASS;
 	}
-	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst, itenant);
+	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst);
 }
 
 SEC("xdp")

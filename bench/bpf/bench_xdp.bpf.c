@@ -75,9 +75,9 @@ int bench_xdp_route(struct xdp_md *ctx)
 
 	if (!cfg || nfsl_parse(data, data_end, &p))
 		return XDP_PASS;
-	__u32 dst, itenant;
+	__u32 dst;
 
-	bench_sink = nfsl_route(ctx, cfg, &p, &dst, &itenant);
+	bench_sink = nfsl_route(ctx, cfg, &p, &dst);
 	return XDP_PASS;
 }
 

@@ -14,8 +14,7 @@
 
 static __always_inline int nfsl_route_nofib(struct xdp_md *ctx,
 					    const struct nfsl_config *cfg,
-					    const struct nfsl_pkt *p, __u32 *dst,
-					    __u32 *itenant)
+					    const struct nfsl_pkt *p, __u32 *dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -27,11 +26,10 @@ static __always_inline int nfsl_route_nofib(struct xdp_md *ctx,
 	if ((void *)((struct ethhdr *)data + 1) > data_end ||
 	    !nfsl_for_us(data, in))
 		return NFSL_ROUTE_L2;
-	*itenant = in->tenant;
 	return NFSL_ROUTE_SLICE;
 }
 
 /* The slicer's own source, its route check replaced (nfsl_route.h is
  * already included, so its guard keeps the real one out). */
-#define nfsl_route(ctx, cfg, p, dst, itenant) nfsl_route_nofib(ctx, cfg, p, dst, itenant)
+#define nfsl_route(ctx, cfg, p, dst) nfsl_route_nofib(ctx, cfg, p, dst)
 #include "slicer.bpf.c"

@@ -36,8 +36,8 @@ from nftap import Lab, summarize
 PATHS = (1, 2, 3)
 SIZE = 1400                 # UDP payload: 1442 B frames, sliced at 256 B
 RATE = 2000                 # datagrams/s per endpoint (3 flows each): the
-                            # cap lasts 15 s: attach of six interfaces takes
-                            # ~4.6 s here (the slicer verifies 440k insns)
+                            # cap lasts 15 s, several times what the run
+                            # needs (attach of six interfaces: ~1.5 s)
 CAP = 60000 // 6            # datagrams per flow at most: 60k in all
 PORT_FWD, PORT_REV = 5201, 5202
 # Traffic seen on the DUT before attach, after it, and after detach, in
