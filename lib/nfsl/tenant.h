@@ -4,7 +4,7 @@
  * partitioned between tenants chosen by ingress interface, outer VLAN or
  * destination prefix, each with a quota: a region of every allocation
  * partition (struct nfsl_tenant) that only its traffic allocates from,
- * with a cursor and a clock of its own (bpf/nfsl_maps.h nfsl_alloc_slot).
+ * with a cursor and a clock of its own (bpf/nfsl_alloc.h nfsl_alloc_tenant).
  * PayloadPark §6.2.3 gives each NF server a static memory slice; here the
  * slices are per tenant, static (the tenants file) or moved by nfsliced
  * toward measured demand by weighted max-min (SuperNIC §4.4 shares NIC
