@@ -95,6 +95,12 @@
 /* Domain flags. */
 /* attach set net.netfilter.nf_conntrack_tcp_be_liberal from 0 to 1 */
 #define NFSL_CFG_CT_LIBERAL_SET 0x1
+/* write drop events (struct nfsl_event) into the "events" ring buffer */
+#define NFSL_CFG_EVENTS 0x2
+
+/* Size of the drop events ring buffer, bytes (a power of 2 and a multiple
+ * of the page size): 4096 events of 64 B + 8 B header. */
+#define NFSL_EVENTS_BYTES (256 * 1024)
 
 /* Tenant flags (config tenant_flags). */
 #define NFSL_TEN_PREFIX 0x1  /* destination-prefix rules exist: look them up */

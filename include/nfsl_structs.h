@@ -88,7 +88,8 @@ struct nfsl_slot {
 	X(splice_failed) /* a helper failed while splicing: dropped */         \
 	X(explicit_drop) /* NF dropped a sliced header: slot freed by notice */\
 	X(bad_notice)    /* drop notice not ours or payload gone: dropped */   \
-	X(parked_bytes)  /* payload bytes kept out of the NF */
+	X(parked_bytes)  /* payload bytes kept out of the NF */                \
+	X(events_lost)   /* drop events the full ring buffer refused */
 
 struct nfsl_counters {
 #define NFSL_X_FIELD(name) __u64 name;
@@ -152,6 +153,40 @@ struct nfsl_mgr_counters {
 struct nfsl_residency {
 	__u64 bucket[NFSL_RES_BUCKETS];
 	__u64 sum_us;
+};
+
+/*
+ * Drop events (issue 10 §4; docs/format.md "Drop events"): with the domain
+ * flag NFSL_CFG_EVENTS, slicer and splicer write one record per packet
+ * they drop or decline to slice for a reason worth a name into the ring
+ * buffer pinned as "events" (NFSL_EVENTS_BYTES); `nfslice events` prints
+ * them. A full ring counts events_lost and the packet goes on as without.
+ */
+enum nfsl_event_reason {
+	NFSL_EV_STALE = 1,  /* splicer: token verifies, payload evicted: dropped */
+	NFSL_EV_TOO_BIG,    /* splicer: spliced frame > egress MTU: dropped */
+	NFSL_EV_REPLAYED,   /* slicer: our token arriving from outside: dropped */
+	NFSL_EV_BAD_TOKEN,  /* splicer: DSCP 63, token not ours: passed */
+	NFSL_EV_SKIP_ROUTE, /* slicer: route leaves the domain: passed unsliced */
+	NFSL_EV_SKIP_MTU,   /* slicer: packet > egress MTU: passed for PMTU */
+	NFSL_EV_MAX
+};
+
+struct nfsl_event {
+	__u64 ts_ns;     /* bpf_ktime_get_ns(): CLOCK_MONOTONIC, ns */
+	__u32 ifindex;   /* slicer: ingress; splicer: egress interface */
+	__u8 reason;     /* enum nfsl_event_reason */
+	__u8 proto;      /* IPPROTO_UDP or IPPROTO_TCP */
+	__u8 v6;         /* addresses are IPv6; else IPv4 in their first 4 B */
+	__u8 dscp;       /* DSCP of the IP header as seen */
+	__u8 saddr[16];  /* network order */
+	__u8 daddr[16];
+	__be16 sport;    /* network order */
+	__be16 dport;
+	__u32 len;       /* frame length as seen, bytes */
+	__u32 slot;      /* token's store index (stale, replayed, bad_token;
+			  * else 0) */
+	__u32 gen;       /* token's generation (likewise) */
 };
 
 /* One interface of the domain, remembered for the slicer's route check,

@@ -35,6 +35,8 @@
 #define NFSL_PIN_TENANT_COUNTERS "tenant_counters"
 #define NFSL_PIN_TENANT_PREFIX "tenant_prefix"
 #define NFSL_PIN_TENANT_VLAN "tenant_vlan"
+/* Drop events ring buffer (struct nfsl_event), issue 10 §4. */
+#define NFSL_PIN_EVENTS "events"
 /* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
  * network namespace that tells whether it still exists. */
 #define NFSL_PIN_NETNS "netns"
