@@ -20,6 +20,7 @@
 
 #include "nfsl_maps.h"
 #include "nfsl_alloc.h"
+#include "nfsl_events.h"
 #include "nfsl_hdr.h"
 #include "nfsl_token.h"
 #include "nfsl_store.h"
@@ -459,6 +460,21 @@ bad:
 	return XDP_DROP;
 }
 
+/* A drop event of the frame @ctx (nfsl_events.h): @tok_off, where its
+ * token lies (0: none). A global function, verified once. */
+__noinline int nfsl_event_xdp(struct xdp_md *ctx, __u32 offs, __u32 tok_off, __u32 info)
+{
+	struct nfsl_event *e;
+
+	if (!ctx)
+		return 0;
+	e = nfsl_event_fill(ctx, true, ctx->ingress_ifindex, bpf_xdp_get_buff_len(ctx), offs,
+			    tok_off, info);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
 static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -478,6 +494,9 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	}
 	if (p.dscp == NFSL_DSCP_SLICED && nfsl_is_replay(ctx, &p, cfg)) {
 		cnt->replayed++;
+		if (nfsl_events_on(cfg))
+			nfsl_event_xdp(ctx, NFSL_EV_OFFS(&p), p.l3end - NFSL_TOKEN_LEN,
+				       NFSL_EV_INFO(&p, NFSL_EV_REPLAYED));
 		return XDP_DROP;
 	}
 	keep = cfg->keep;
@@ -506,12 +525,17 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		return XDP_PASS;
 	case NFSL_ROUTE_MTU:
 		cnt->skipped_mtu++;
+		if (nfsl_events_on(cfg))
+			nfsl_event_xdp(ctx, NFSL_EV_OFFS(&p), 0, NFSL_EV_INFO(&p, NFSL_EV_SKIPPED_MTU));
 		return XDP_PASS;
 	case NFSL_ROUTE_ERR:
 		cnt->slice_failed++;
 		return XDP_PASS;
 	default:
 		cnt->skipped_route++;
+		if (nfsl_events_on(cfg))
+			nfsl_event_xdp(ctx, NFSL_EV_OFFS(&p), 0,
+				       NFSL_EV_INFO(&p, NFSL_EV_SKIPPED_ROUTE));
 		return XDP_PASS;
 	}
 	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst);

@@ -26,6 +26,7 @@
 
 #include "nfsl_maps.h"
 #include "nfsl_splice.h"
+#include "nfsl_events.h"
 
 /* Residency of spliced payloads, us: log2 buckets and their sum
  * (NFSL_RES_BUCKETS, nfsl_consts.h), per CPU; pinned as "residency".
@@ -85,6 +86,20 @@ static __always_inline bool nfsl_token_find(struct __sk_buff *skb,
 	return nfsl_token_ours(tok, *slot, cfg->key);
 }
 
+/* A drop event of the packet @skb leaving (nfsl_events.h): @tok_off, where
+ * its token lies (0: none). A global function, verified once. */
+__noinline int nfsl_event_tc(struct __sk_buff *skb, __u32 offs, __u32 tok_off, __u32 info)
+{
+	struct nfsl_event *e;
+
+	if (!skb)
+		return 0;
+	e = nfsl_event_fill(skb, false, skb->ifindex, skb->len, offs, tok_off, info);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
 static __always_inline int nfsl_splice(struct __sk_buff *skb,
 				       const struct nfsl_config *cfg,
 				       struct nfsl_counters *cnt,
@@ -117,6 +132,8 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	if (bpf_check_mtu(skb, 0, &mtu, 0, 0)) {
 		nfsl_slot_release(s, gen);
 		cnt->too_big++;
+		if (nfsl_events_on(cfg))
+			nfsl_event_tc(skb, NFSL_EV_OFFS(p), tok_off, NFSL_EV_INFO(p, NFSL_EV_TOO_BIG));
 		return TC_ACT_SHOT;
 	}
 
@@ -145,11 +162,16 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	return TC_ACT_OK;
 
 not_ours:
-	if (p->dscp == NFSL_DSCP_SLICED)
+	if (p->dscp == NFSL_DSCP_SLICED) {
 		cnt->bad_token++;
+		if (nfsl_events_on(cfg))
+			nfsl_event_tc(skb, NFSL_EV_OFFS(p), 0, NFSL_EV_INFO(p, NFSL_EV_BAD_TOKEN));
+	}
 	return TC_ACT_OK;
 stale:
 	cnt->stale++;
+	if (nfsl_events_on(cfg))
+		nfsl_event_tc(skb, NFSL_EV_OFFS(p), tok_off, NFSL_EV_INFO(p, NFSL_EV_STALE));
 	return TC_ACT_SHOT;
 failed:
 	nfsl_slot_release(s, gen);

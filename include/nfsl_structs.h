@@ -162,13 +162,21 @@ struct nfsl_residency {
  * buffer pinned as "events" (NFSL_EVENTS_BYTES); `nfslice events` prints
  * them. A full ring counts events_lost and the packet goes on as without.
  */
+#define NFSL_EVENT_REASONS(X)                                                  \
+	X(STALE, stale)     /* splicer: token verifies, payload evicted: dropped */ \
+	X(TOO_BIG, too_big) /* splicer: spliced frame > egress MTU: dropped */ \
+	X(REPLAYED, replayed) /* slicer: our token arriving from outside: dropped */ \
+	X(BAD_TOKEN, bad_token) /* splicer: DSCP 63, token not ours: passed */ \
+	X(SKIPPED_ROUTE, skipped_route) /* slicer: route leaves the domain: passed */ \
+	X(SKIPPED_MTU, skipped_mtu) /* slicer: packet > egress MTU: passed for PMTU */
+
+/* Reasons are numbered from 1 in list order; each is named as the counter
+ * it also counts in. */
 enum nfsl_event_reason {
-	NFSL_EV_STALE = 1,  /* splicer: token verifies, payload evicted: dropped */
-	NFSL_EV_TOO_BIG,    /* splicer: spliced frame > egress MTU: dropped */
-	NFSL_EV_REPLAYED,   /* slicer: our token arriving from outside: dropped */
-	NFSL_EV_BAD_TOKEN,  /* splicer: DSCP 63, token not ours: passed */
-	NFSL_EV_SKIP_ROUTE, /* slicer: route leaves the domain: passed unsliced */
-	NFSL_EV_SKIP_MTU,   /* slicer: packet > egress MTU: passed for PMTU */
+	NFSL_EV_NONE,
+#define NFSL_X_ENUM(id, name) NFSL_EV_##id,
+	NFSL_EVENT_REASONS(NFSL_X_ENUM)
+#undef NFSL_X_ENUM
 	NFSL_EV_MAX
 };
 

@@ -38,6 +38,7 @@ struct attach_opts {
 	__u32 ttl; /* ms, 0: off */
 	int mode; /* index into modes[] */
 	bool no_ct_liberal;
+	bool events; /* write drop events (NFSL_CFG_EVENTS) */
 };
 
 /* GRO features that merge sliced datagrams into aggregates the splicer
@@ -114,6 +115,8 @@ int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots)
 		err = pin_at(sl->maps.nfsl_tpfx, dir, NFSL_PIN_TENANT_PREFIX);
 	if (!err)
 		err = pin_at(sl->maps.nfsl_tvlan, dir, NFSL_PIN_TENANT_VLAN);
+	if (!err)
+		err = pin_at(sl->maps.nfsl_events, dir, NFSL_PIN_EVENTS);
 	/* The park log has the store's geometry (nfsl_alloc_slot). */
 	return err ? err : bpf_map__set_max_entries(sl->maps.nfsl_parklog, slots);
 }
@@ -122,6 +125,8 @@ int use_splicer_maps(struct splicer_bpf *sp, const char *dir, __u32 slots)
 {
 	int err = use_domain_maps(SKEL_MAPS(sp), dir, slots);
 
+	if (!err)
+		err = pin_at(sp->maps.nfsl_events, dir, NFSL_PIN_EVENTS);
 	return err ? err : pin_at(sp->maps.nfsl_residency, dir, NFSL_PIN_RESIDENCY);
 }
 
@@ -694,6 +699,8 @@ static int run_attach(void *o, int argc, char **argv)
 		goto out;
 	}
 	cfg.ttl_us = opt->ttl * 1000;
+	if (opt->events)
+		cfg.flags |= NFSL_CFG_EVENTS;
 	err = -1;
 	if (collect_ifaces(&cfg, argc, argv, opt->nf_ports, opt->mode))
 		goto out;
@@ -993,6 +1000,9 @@ static const struct nfsl_opt attach_table[] = {
 	{ "tenants", NFSL_OPT_STR, offsetof(struct attach_opts, tenants), .metavar = "FILE",
 	  .help = "partition the store between the tenants FILE declares (quotas, "
 		  "rules by dev, vlan, dst prefix; see nfslice tenants)" },
+	{ "events", NFSL_OPT_FLAG, offsetof(struct attach_opts, events),
+	  .help = "write drop events (stale, too_big, replayed, bad_token, route and "
+		  "MTU skips) for nfslice events; nfslice set --events on|off later" },
 	{ "no-ct-liberal", NFSL_OPT_FLAG, offsetof(struct attach_opts, no_ct_liberal),
 	  .help = "leave net.netfilter.nf_conntrack_tcp_be_liberal as it is "
 		  "(default: set it to 1 until detach; sliced TCP through "

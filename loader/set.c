@@ -22,10 +22,12 @@ struct set_opts {
 	char *tenants; /* tenants file */
 	char *quota;   /* NAME=Q[,NAME=Q...] */
 	int mode;      /* index into tenant_modes[] */
+	int events;    /* index into event_modes[] */
 	bool json;
 };
 
 static const char *const tenant_modes[] = { "unchanged", "static", "dynamic", NULL };
+static const char *const event_modes[] = { "unchanged", "off", "on", NULL };
 
 #define UNSET UINT32_MAX
 static const struct set_opts set_defaults = {
@@ -50,10 +52,10 @@ static void print(const struct set_opts *o, const struct nfsl_config *cfg, const
 		return;
 	}
 	if (!o->json) {
-		printf("nfslice: domain '%s': threshold %u B, keep %u B, expiry %u, ttl %u ms "
-		       "(configuration generation %u, set through %s)\n",
+		printf("nfslice: domain '%s': threshold %u B, keep %u B, expiry %u, ttl %u ms, "
+		       "drop events %s (configuration generation %u, set through %s)\n",
 		       o->name, cfg->threshold, cfg->keep, cfg->expiry, cfg->ttl_us / 1000,
-		       cfg->cfg_gen, via);
+		       cfg->flags & NFSL_CFG_EVENTS ? "on" : "off", cfg->cfg_gen, via);
 		return;
 	}
 	jsonw_init(&jw, stdout);
@@ -65,6 +67,7 @@ static void print(const struct set_opts *o, const struct nfsl_config *cfg, const
 	jsonw_uint_field(&jw, "keep", cfg->keep);
 	jsonw_uint_field(&jw, "expiry", cfg->expiry);
 	jsonw_uint_field(&jw, "ttl_ms", cfg->ttl_us / 1000);
+	jsonw_bool_field(&jw, "events", cfg->flags & NFSL_CFG_EVENTS);
 	if (cfg->ntenants) {
 		jsonw_string_field(&jw, "tenant_mode",
 				   cfg->tenant_flags & NFSL_TEN_DYNAMIC ? "dynamic" : "static");
@@ -109,6 +112,8 @@ static int set_via_daemon(const struct set_opts *o, const struct nfsl_cfg_change
 	cfg.expiry = json_integer_value(json_object_get(conf, "expiry"));
 	cfg.ttl_us = json_integer_value(json_object_get(conf, "ttl_ms")) * 1000;
 	cfg.cfg_gen = json_integer_value(json_object_get(resp, "gen"));
+	if (json_integer_value(json_object_get(conf, "events")))
+		cfg.flags |= NFSL_CFG_EVENTS;
 	print(o, &cfg, "nfsliced");
 	json_decref(resp);
 	return 0;
@@ -210,6 +215,7 @@ static int run_set(void *p, int argc, char **argv)
 		.has_keep = o->keep != UNSET,           .keep = o->keep,
 		.has_expiry = o->expiry != UNSET,       .expiry = o->expiry,
 		.has_ttl = o->ttl != UNSET,             .ttl_ms = o->ttl,
+		.has_events = o->events != 0,           .events = o->events == 2,
 	};
 	struct nfsl_config cfg;
 	char dir[PATH_MAX], err[512];
@@ -219,7 +225,8 @@ static int run_set(void *p, int argc, char **argv)
 
 	if (!nfsl_cfg_change_any(&c) && !ten)
 		return nfsl_err("nothing to change: give --threshold, --keep, --expiry, "
-				"--ttl, --tenants, --quota or --tenant-mode"), NFSL_EXIT_USAGE;
+				"--ttl, --events, --tenants, --quota or --tenant-mode"),
+		       NFSL_EXIT_USAGE;
 	if (ten && nfsl_cfg_change_any(&c))
 		return nfsl_err("give tenant changes (--tenants, --quota, --tenant-mode) and "
 				"the others in two commands: each is one change with its own "
@@ -254,6 +261,8 @@ static const struct nfsl_opt set_table[] = {
 	  .help = "allocator wrap-arounds a busy slot survives (1-255)" },
 	{ "ttl", NFSL_OPT_U32, OFF(ttl), 0, NFSL_MAX_TTL_MS, .metavar = "MS",
 	  .help = "evict payloads parked longer than MS ms (nfsliced), 0 = no TTL" },
+	{ "events", NFSL_OPT_ENUM, OFF(events), .choices = event_modes, .metavar = "on|off",
+	  .help = "write drop events for nfslice events (on) or stop (off)" },
 	{ "tenants", NFSL_OPT_STR, OFF(tenants), .metavar = "FILE",
 	  .help = "new quotas, weights, mins and rules of the tenants FILE declares "
 		  "(the same tenants as at attach)" },
@@ -272,7 +281,8 @@ const struct nfsl_cmd nfsl_cmd_set = {
 	.name = "set",
 	.summary = "change a domain's configuration while it runs",
 	.description =
-		"Changes the threshold, keep, expiry and TTL of a running domain without\n"
+		"Changes the threshold, keep, expiry, TTL and drop events (nfslice events)\n"
+		"of a running domain without\n"
 		"detaching it and without losing a parked payload: the splicer finds a\n"
 		"payload through its token and slot alone, so a new threshold or keep\n"
 		"applies from the next packet sliced while the payloads in flight are\n"

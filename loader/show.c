@@ -131,6 +131,7 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_uint_field(&w, "expiry", c->expiry);
 	jsonw_uint_field(&w, "ttl_ms", c->ttl_us / 1000);
 	jsonw_bool_field(&w, "ct_liberal_set", c->flags & NFSL_CFG_CT_LIBERAL_SET);
+	jsonw_bool_field(&w, "events", c->flags & NFSL_CFG_EVENTS);
 	jsonw_name(&w, "interfaces");
 	jsonw_start_array(&w);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
@@ -187,6 +188,8 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 		printf(", ttl %u ms", c->ttl_us / 1000);
 	else
 		printf(", ttl off");
+	if (c->flags & NFSL_CFG_EVENTS)
+		printf(", drop events on");
 	printf("%s\n", c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
 	printf("  pins     ");
 	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++)

@@ -10,7 +10,7 @@
 
 bool nfsl_cfg_change_any(const struct nfsl_cfg_change *c)
 {
-	return c->has_threshold || c->has_keep || c->has_expiry || c->has_ttl;
+	return c->has_threshold || c->has_keep || c->has_expiry || c->has_ttl || c->has_events;
 }
 
 int nfsl_cfg_change_check(const struct nfsl_cfg_change *c, char *err, size_t errlen)
@@ -23,11 +23,14 @@ int nfsl_cfg_change_check(const struct nfsl_cfg_change *c, char *err, size_t err
 		goto range;
 	if (c->has_ttl && c->ttl_ms > NFSL_MAX_TTL_MS)
 		goto range;
+	if (c->has_events && c->events > 1)
+		goto range;
 	return 0;
 range:
 	snprintf(err, errlen,
 		 "out of range: threshold is 0..65535 frame bytes, keep 0..%u payload "
-		 "bytes, expiry 1..%u allocator turns, ttl 0..%u ms (0: no TTL)",
+		 "bytes, expiry 1..%u allocator turns, ttl 0..%u ms (0: no TTL), "
+		 "events 0 or 1",
 		 NFSL_KEEP_MAX, NFSL_MAX_EXPIRY, NFSL_MAX_TTL_MS);
 	return -ERANGE;
 }
@@ -87,6 +90,9 @@ static int apply_change(struct nfsl_domain *d, const void *arg, char *err, size_
 		d->cfg.expiry = c->expiry;
 	if (c->has_ttl)
 		d->cfg.ttl_us = c->ttl_ms * 1000;
+	if (c->has_events)
+		d->cfg.flags = c->events ? d->cfg.flags | NFSL_CFG_EVENTS
+					 : d->cfg.flags & ~NFSL_CFG_EVENTS;
 	return 0;
 }
 

@@ -23,11 +23,12 @@
 
 /* Changes of one request: a field applies when its has_ flag is set. */
 struct nfsl_cfg_change {
-	bool has_threshold, has_keep, has_expiry, has_ttl;
+	bool has_threshold, has_keep, has_expiry, has_ttl, has_events;
 	__u32 threshold; /* frame bytes, 0..65535 */
 	__u32 keep;      /* payload bytes, 0..NFSL_KEEP_MAX */
 	__u32 expiry;    /* allocator turns, 1..NFSL_MAX_EXPIRY */
 	__u32 ttl_ms;    /* ms, 0 = no TTL eviction, ..NFSL_MAX_TTL_MS */
+	__u32 events;    /* 1: write drop events (NFSL_CFG_EVENTS), 0: not */
 };
 
 /* Largest TTL: 60 s (the manager's scan runs every TTL / 4). */

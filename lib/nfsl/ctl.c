@@ -160,13 +160,14 @@ json_t *nfsl_ctl_error(int code, const char *fmt, ...)
 
 json_t *nfsl_ctl_config_json(const struct nfsl_config *cfg)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "threshold",
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "threshold",
 			 (json_int_t)cfg->threshold, "keep", (json_int_t)cfg->keep, "slots",
 			 (json_int_t)cfg->slots, "part_slots", (json_int_t)cfg->part_slots,
 			 "ncpus", (json_int_t)cfg->ncpus, "nparts",
 			 (json_int_t)(cfg->nparts ? cfg->nparts : 1), "expiry",
 			 (json_int_t)cfg->expiry, "ttl_ms", (json_int_t)(cfg->ttl_us / 1000),
-			 "gen", (json_int_t)cfg->cfg_gen);
+			 "gen", (json_int_t)cfg->cfg_gen, "events",
+			 (json_int_t)!!(cfg->flags & NFSL_CFG_EVENTS));
 }
 
 /* The change keys, where they go, and their has_ flags. */
@@ -181,6 +182,8 @@ static const struct {
 	  offsetof(struct nfsl_cfg_change, has_expiry) },
 	{ "ttl_ms", offsetof(struct nfsl_cfg_change, ttl_ms),
 	  offsetof(struct nfsl_cfg_change, has_ttl) },
+	{ "events", offsetof(struct nfsl_cfg_change, events),
+	  offsetof(struct nfsl_cfg_change, has_events) },
 };
 #define NR_CHANGE_KEYS (sizeof(change_keys) / sizeof(change_keys[0]))
 
@@ -201,7 +204,8 @@ int nfsl_ctl_change_parse(json_t *obj, struct nfsl_cfg_change *c, char *err, siz
 			;
 		if (i == NR_CHANGE_KEYS) {
 			snprintf(err, errlen,
-				 "unknown change '%s': give threshold, keep, expiry or ttl_ms", key);
+				 "unknown change '%s': give threshold, keep, expiry, ttl_ms or "
+				 "events", key);
 			return -EINVAL;
 		}
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||

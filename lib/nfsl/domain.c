@@ -329,6 +329,7 @@ const char *const nfsl_domain_pins[] = {
 	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN, NFSL_PIN_PARKLOG,
 	NFSL_PIN_MGR_COUNTERS, NFSL_PIN_RESIDENCY, NFSL_PIN_TENANT_CURSOR,
 	NFSL_PIN_TENANT_COUNTERS, NFSL_PIN_TENANT_PREFIX, NFSL_PIN_TENANT_VLAN,
+	NFSL_PIN_EVENTS,
 };
 _Static_assert(sizeof(nfsl_domain_pins) / sizeof(nfsl_domain_pins[0]) == NFSL_NR_DOMAIN_PINS,
 	       "NFSL_NR_DOMAIN_PINS counts nfsl_domain_pins");

@@ -44,7 +44,7 @@
  * and the splicer every domain has first, then the rest (a domain attached
  * by an older nfslice may lack them). */
 extern const char *const nfsl_domain_pins[];
-#define NFSL_NR_DOMAIN_PINS 14
+#define NFSL_NR_DOMAIN_PINS 15
 #define NFSL_NR_DOMAIN_PINS_ALWAYS 5
 
 /* Serialises attach and detach of every domain on the host. */

@@ -115,7 +115,9 @@ void h_setup(void)
 	      bpf_map__reuse_fd(h_sp->maps.nfsl_counters,
 				bpf_map__fd(h_sl->maps.nfsl_counters)) ||
 	      bpf_map__reuse_fd(h_sp->maps.nfsl_cursor,
-				bpf_map__fd(h_sl->maps.nfsl_cursor));
+				bpf_map__fd(h_sl->maps.nfsl_cursor)) ||
+	      bpf_map__reuse_fd(h_sp->maps.nfsl_events,
+				bpf_map__fd(h_sl->maps.nfsl_events));
 	cr_assert_eq(err, 0, "cannot share the maps");
 	err = splicer_bpf__load(h_sp);
 	cr_assert_eq(err, 0, "splicer does not load: %s", strerror(-err));
@@ -132,6 +134,7 @@ void h_setup(void)
 	H.tcnt = bpf_map__fd(h_sl->maps.nfsl_tcnt);
 	H.tpfx = bpf_map__fd(h_sl->maps.nfsl_tpfx);
 	H.tvlan = bpf_map__fd(h_sl->maps.nfsl_tvlan);
+	H.events = bpf_map__fd(h_sl->maps.nfsl_events);
 	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 }
 
