@@ -116,11 +116,14 @@ enum bench_id {
 	B_SLICER_COARSE,
 	B_SLICER_NOLOG,
 	B_SLICER_TENANTS,
+	B_SLICER_SKIP,
+	B_SLICER_SKIP_EV,
 	B_TC_EMPTY,
 	B_TC_PARSE,
 	B_TC_STORE,
 	B_SPLICER,
 	B_SPLICER_NORES,
+	B_SPLICER_EV,
 	B_TC_STORE_LAG,
 	B_SPLICER_LAG,
 	B_LIVE_EMPTY,
@@ -204,6 +207,10 @@ struct bench {
 	struct slicer_bpf *sl;
 	struct slicer_bpf *slc; /* slicer-cold: own config and cursor */
 	struct slicer_bpf *slt; /* slicer-tenants: own config and cursor */
+	struct slicer_bpf *sks; /* slicer-skip(-events): egress outside the
+				 * domain, own config, cursor and events */
+	struct ring_buffer *evrb; /* sks's drop events, drained per block */
+	unsigned long long evn;   /* events drained */
 	struct slicer_nofib_bpf *sn;
 	struct slicer_coarse_bpf *sco; /* slicer-coarse */
 	struct slicer_nolog_bpf *snl;  /* slicer-nolog */

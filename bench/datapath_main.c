@@ -47,11 +47,15 @@ const struct bench_desc benches[B_NR] = {
 	[B_SLICER_COARSE] = {"slicer-coarse", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_SLICER_NOLOG] = {"slicer-nolog", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_SLICER_TENANTS] = {"slicer-tenants", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
+	/* Drop events (issue 10 §4): see comparisons. */
+	[B_SLICER_SKIP] = {"slicer-skip", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	[B_SLICER_SKIP_EV] = {"slicer-skip-events", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
 	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
 	[B_SPLICER] = {"splicer", HOOK_TC, 0, B_TC_EMPTY, B_TC_STORE, 2.0, -1},
 	[B_SPLICER_NORES] = {"splicer-nores", HOOK_TC, 0, B_TC_EMPTY, B_TC_STORE, 0, -1},
+	[B_SPLICER_EV] = {"splicer-events", HOOK_TC, 0, B_TC_EMPTY, B_TC_STORE, 0, -1},
 	[B_TC_STORE_LAG] = {"tc-store-lag", HOOK_TC, BF_SLICED | BF_LAG, B_TC_EMPTY, -1, 0, -1},
 	[B_SPLICER_LAG] = {"splicer-lag", HOOK_TC, BF_SLICED | BF_LAG, B_TC_EMPTY, B_TC_STORE_LAG,
 			   2.0, -1},
@@ -69,6 +73,8 @@ const struct comparison comparisons[] = {
 	{ B_SLICER, B_SLICER_NOLOG, "park log" },
 	{ B_SPLICER, B_SPLICER_NORES, "residency histogram" },
 	{ B_SLICER_TENANTS, B_SLICER, "tenants (prefix rule)" },
+	{ B_SLICER_SKIP_EV, B_SLICER_SKIP, "drop event written (route skip)" },
+	{ B_SPLICER_EV, B_SPLICER, "drop events on, none written" },
 };
 const unsigned int ncomparisons = sizeof(comparisons) / sizeof(comparisons[0]);
 
@@ -180,6 +186,8 @@ out:
 	slicer_coarse_bpf__destroy(b.sco);
 	slicer_bpf__destroy(b.slc);
 	slicer_bpf__destroy(b.slt);
+	ring_buffer__free(b.evrb);
+	slicer_bpf__destroy(b.sks);
 	slicer_bpf__destroy(b.sl);
 	return ret;
 }

@@ -85,8 +85,10 @@ static int parse_programs(struct opts *o, const char *arg)
 			}
 			if (k == B_LIVE_SLICER)
 				o->sel[B_LIVE_PARSE] = true;
-			if (k == B_SLICER_TENANTS)
-				o->sel[B_SLICER] = true; /* its comparison */
+			if (k == B_SLICER_TENANTS || k == B_SPLICER_EV)
+				o->sel[k == B_SPLICER_EV ? B_SPLICER : B_SLICER] = true;
+			if (k == B_SLICER_SKIP_EV)
+				o->sel[B_SLICER_SKIP] = true; /* its comparison */
 			if (k == B_SPLICER)
 				o->sel[B_TC_PARSE] = true;
 			if (k == B_SPLICER_NORES)
@@ -167,7 +169,8 @@ static void usage(FILE *f)
 		"                       xdp-clock-coarse, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
 		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
-		"                       slicer-nolog, slicer-tenants, splicer-nores,\n"
+		"                       slicer-nolog, slicer-tenants, slicer-skip,\n"
+		"                       slicer-skip-events, splicer-nores, splicer-events,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"
 		"  -c, --cpu N          CPU to pin to (default: the last online CPU)\n"

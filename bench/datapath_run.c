@@ -66,6 +66,9 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->snl->progs.nfsl_slicer);
 	case B_SLICER_TENANTS:
 		return bpf_program__fd(b->slt->progs.nfsl_slicer);
+	case B_SLICER_SKIP:
+	case B_SLICER_SKIP_EV:
+		return bpf_program__fd(b->sks->progs.nfsl_slicer);
 	case B_TC_EMPTY:
 		return bpf_program__fd(b->bt->progs.bench_tc_empty);
 	case B_TC_PARSE:
@@ -188,8 +191,14 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
 			goto bad;
 		return 0;
+	case B_SLICER_SKIP:
+	case B_SLICER_SKIP_EV:
+		if (ret != XDP_PASS || len != c->size || memcmp(b->out, c->pkt, len))
+			goto bad;
+		return 0;
 	case B_SPLICER:
 	case B_SPLICER_NORES:
+	case B_SPLICER_EV:
 	case B_SPLICER_LAG:
 		if (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))
 			goto bad;
@@ -312,6 +321,49 @@ static int live_block(struct bench *b, struct bcase *c, int id, int fd)
 	return 0;
 }
 
+/* Turn the drop events flag of the config in map @fd on or off. */
+static int set_events(int fd, bool on)
+{
+	struct nfsl_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fd, &zero, &cfg))
+		return -errno;
+	cfg.flags = on ? cfg.flags | NFSL_CFG_EVENTS : cfg.flags & ~NFSL_CFG_EVENTS;
+	return bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+/* The events flag a block of bench @id runs with: the skipping slicer's
+ * own config, or the domain's for splicer-events (off again after). */
+static int block_events(struct bench *b, int id, bool before)
+{
+	if (id == B_SLICER_SKIP || id == B_SLICER_SKIP_EV)
+		return before ? set_events(bpf_map__fd(b->sks->maps.nfsl_config),
+					   id == B_SLICER_SKIP_EV) : 0;
+	if (id == B_SPLICER_EV)
+		return set_events(bpf_map__fd(b->sl->maps.nfsl_config), before);
+	return 0;
+}
+
+/* After a block of slicer-skip(-events): exactly one event per packet the
+ * route check skipped with the flag on, none with it off. */
+static int check_events(struct bench *b, struct bcase *c, int id, unsigned int iters)
+{
+	unsigned long long n0 = b->evn, want;
+
+	if (id != B_SLICER_SKIP && id != B_SLICER_SKIP_EV)
+		return 0;
+	if (ring_buffer__consume(b->evrb) < 0)
+		return -EIO;
+	want = id == B_SLICER_SKIP_EV && c->sliced ? iters : 0;
+	if (b->evn - n0 != want) {
+		pr_err("%s wrote %llu drop events for %u packets of %u B (want %llu)",
+		       benches[id].name, b->evn - n0, iters, c->size, want);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 /* Measure bench @id on case @c for round @r (r < 0: warm-up, not kept). */
 static int run_block(struct bench *b, struct bcase *c, int id, int r)
 {
@@ -334,6 +386,9 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 		}
 	}
 
+	err = block_events(b, id, true);
+	if (err)
+		goto out;
 	if (b->o.flush && id != B_XDP_EMPTY && id != B_TC_EMPTY && id != B_LIVE_EMPTY) {
 		err = dp_flush_store(b);
 		if (err)
@@ -400,11 +455,16 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 		err = -EPROTO;
 		goto out;
 	}
+	err = check_events(b, c, id, iters);
+	if (err)
+		goto out;
 	if (r >= 0) {
 		c->raw[id][r] = (double)(ns1 - ns0) / n;
 		c->dur[id][r] = (d->flags & BF_LIVE) ? NAN : (double)dur / n;
 	}
 out:
+	if (block_events(b, id, false) && !err)
+		err = -EIO;
 	if (lag) {
 		dp_release_all(b); /* the packets still parked in the ring */
 		if (!err && dp_reset_alloc(b))

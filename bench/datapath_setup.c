@@ -190,6 +190,41 @@ static int setup_tenants(struct bench *b)
 	return 0;
 }
 
+static int ev_count(void *ctx, void *data, size_t size)
+{
+	(*(unsigned long long *)ctx)++;
+	return 0;
+}
+
+/* slicer-skip(-events): a slicer on the store and counters with a config,
+ * cursor and events ring of its own, whose only domain interface is the
+ * ingress: what it would slice leaves the domain, passes unsliced and is
+ * counted skipped_route; with the flag (set per block) it is written as a
+ * drop event, which the driver drains after each block. */
+static int setup_skip(struct bench *b)
+{
+	struct nfsl_config t = b->cfg;
+	__u32 zero = 0;
+	int err;
+
+	b->sks = slicer_bpf__open();
+	if (!b->sks)
+		return pr_err("cannot open the skipping slicer: %s", strerror(errno)), -1;
+	if (reuse_maps(b->sks->maps.nfsl_store, NULL, b->sks->maps.nfsl_counters, NULL, b->sl))
+		return -1;
+	err = slicer_bpf__load(b->sks);
+	if (err)
+		return pr_err("cannot load the skipping slicer: %s", strerror(-err)), -1;
+	t.nifaces = 1;
+	if (bpf_map_update_elem(bpf_map__fd(b->sks->maps.nfsl_config), &zero, &t, BPF_ANY))
+		return pr_err("cannot configure the skipping slicer: %s", strerror(errno)), -1;
+	b->evrb = ring_buffer__new(bpf_map__fd(b->sks->maps.nfsl_events), ev_count, &b->evn,
+				   NULL);
+	if (!b->evrb)
+		return pr_err("cannot read the drop events: %s", strerror(errno)), -1;
+	return 0;
+}
+
 /* Load the four objects and configure the domain as `nfslice attach` does. */
 int dp_setup_domain(struct bench *b)
 {
@@ -334,7 +369,7 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot write the cold config: %s", strerror(errno));
 		return -1;
 	}
-	if (setup_tenants(b))
+	if (setup_tenants(b) || setup_skip(b))
 		return -1;
 	b->bxc = bench_xdp_bpf__open();
 	if (!b->bxc) {

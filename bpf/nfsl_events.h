@@ -67,12 +67,20 @@ static __always_inline struct nfsl_event *nfsl_event_fill(void *ctx, bool xdp, _
 	e->reason = info >> 24;
 #define NFSL_EV_LOAD(off, to, n)                                               \
 	(xdp ? bpf_xdp_load_bytes(ctx, off, to, n) : bpf_skb_load_bytes(ctx, off, to, n))
+	/* One helper call per contiguous run: each call pays the SRSO
+	 * return thunk here (docs/platform.md). saddr and daddr are adjacent
+	 * in both headers and in the record. */
+	_Static_assert(offsetof(struct nfsl_event, daddr) ==
+			       offsetof(struct nfsl_event, saddr) + 16,
+		       "saddr, daddr adjacent");
 	if (v6) {
-		err |= NFSL_EV_LOAD(l3 + offsetof(struct ipv6hdr, saddr), e->saddr, 16);
-		err |= NFSL_EV_LOAD(l3 + offsetof(struct ipv6hdr, daddr), e->daddr, 16);
+		err |= NFSL_EV_LOAD(l3 + offsetof(struct ipv6hdr, saddr), e->saddr, 32);
 	} else {
-		err |= NFSL_EV_LOAD(l3 + offsetof(struct iphdr, saddr), e->saddr, 4);
-		err |= NFSL_EV_LOAD(l3 + offsetof(struct iphdr, daddr), e->daddr, 4);
+		__u32 a[2] = {};
+
+		err |= NFSL_EV_LOAD(l3 + offsetof(struct iphdr, saddr), a, 8);
+		__builtin_memcpy(e->saddr, &a[0], 4);
+		__builtin_memcpy(e->daddr, &a[1], 4);
 	}
 	err |= NFSL_EV_LOAD(l4, &e->sport, 4); /* sport, dport */
 	if (tok_off && !NFSL_EV_LOAD(tok_off, &tok, sizeof(tok))) {
