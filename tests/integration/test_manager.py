@@ -174,6 +174,8 @@ def test_protocol(rig, daemon):
           "changes": {"mtu": 3}}, None, 2, "unknown change 'mtu'"),
         ({"op": "set", "netns": cookie, "name": DOMAIN,
           "changes": {"keep": 4000}}, None, 2, "out of range"),
+        ({"op": "set", "netns": cookie, "name": DOMAIN,
+          "changes": {"events": 2}}, None, 2, "events 0 or 1"),
         ({"op": "set", "netns": cookie, "name": DOMAIN, "changes": {}},
          None, 2, "no change given"),
     ]
@@ -204,6 +206,10 @@ def test_set_through_daemon_then_pins(rig, tmp_path):
                                          gen)))
         assert (r2["via"], r2["gen"], r2["keep"], r2["threshold"]) == \
             ("nfsliced", gen + 1, 8, 300), r2
+        r2e = json.loads(must(nfslice_set(rig, env, "--events", "on")))
+        assert (r2e["via"], r2e["gen"], r2e["events"], r2e["keep"]) == \
+            ("nfsliced", gen + 2, True, 8), r2e
+        assert rig.status(DOMAIN)["events"] is True
     finally:
         rc = d.stop()
     assert rc == 0, d.text()
@@ -211,13 +217,14 @@ def test_set_through_daemon_then_pins(rig, tmp_path):
     assert "stopping; the domains keep working" in d.text()
     r3 = json.loads(must(nfslice_set(rig, env, "--expiry", 3, "--ttl", 20,
                                      "--threshold", 256, "--keep", 0)))
-    assert (r3["via"], r3["gen"], r3["expiry"], r3["ttl_ms"]) == \
-        ("pins", gen + 2, 3, 20), r3
+    assert (r3["via"], r3["gen"], r3["expiry"], r3["ttl_ms"], r3["events"]) \
+        == ("pins", gen + 3, 3, 20, True), r3
     cp = nfslice_set(rig, env, "--expiry", 2, "--if-gen", gen)
     assert cp.returncode == 1 and "read it again and retry" in cp.stdout, \
         describe(cp)
-    r4 = json.loads(must(nfslice_set(rig, env, "--expiry", 2, "--ttl", 10)))
-    assert (r4["gen"], r4["expiry"]) == (gen + 3, 2), r4
+    r4 = json.loads(must(nfslice_set(rig, env, "--expiry", 2, "--ttl", 10,
+                                     "--events", "off")))
+    assert (r4["gen"], r4["expiry"], r4["events"]) == (gen + 4, 2, False), r4
 
 
 def test_bad_arguments(rig):
