@@ -170,23 +170,6 @@ const char *nfsl_slicer_attached(int ifindex, __u32 *prog_id)
 	return mode;
 }
 
-__u32 nfsl_splicer_attached(int ifindex)
-{
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
-			    .attach_point = BPF_TC_EGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = NFSL_TC_HANDLE,
-			    .priority = NFSL_TC_PRIO);
-
-	bool quiet = nfsl_quiet_libs;
-	int err;
-
-	/* No filter there is an answer, not a warning. */
-	nfsl_quiet_libs = true;
-	err = bpf_tc_query(&hook, &opts);
-	nfsl_quiet_libs = quiet;
-	return err ? 0 : opts.prog_id;
-}
-
 /* Remove our slicer from @ifindex and check it is gone. Returns 0, or
  * -errno (-EBUSY when the kernel still shows it) naming why not. */
 static int detach_xdp(int ifindex)
@@ -213,21 +196,6 @@ static int detach_xdp(int ifindex)
 	if (nfsl_slicer_attached(ifindex, &id))
 		return err ? err : -EBUSY;
 	return 0;
-}
-
-static void detach_tc(const struct nfsl_iface *ifc)
-{
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifc->ifindex,
-			    .attach_point = BPF_TC_EGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = NFSL_TC_HANDLE,
-			    .priority = NFSL_TC_PRIO);
-
-	bpf_tc_detach(&hook, &opts);
-	if (ifc->flags & NFSL_IF_CREATED_CLSACT) {
-		/* We made the clsact qdisc: remove it with our filter. */
-		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
-		bpf_tc_hook_destroy(&hook);
-	}
 }
 
 /* Turn the GRO features that merge sliced datagrams off on @ifc, and
@@ -317,7 +285,7 @@ static int unload(const struct nfsl_config *cfg, const struct nfsl_domain *d)
 	for (__u32 i = 0; i < cfg->nifaces && i < NFSL_MAX_IFACES; i++) {
 		if (cfg->ifaces[i].flags & NFSL_IF_NF_PORT)
 			continue;
-		detach_tc(&cfg->ifaces[i]);
+		nfsl_egress_detach(&cfg->ifaces[i]);
 		gro_restore(&cfg->ifaces[i]);
 	}
 	return 0;
@@ -455,25 +423,6 @@ out:
 	else
 		*out = sp;
 	return err;
-}
-
-static int attach_tc(int ifindex, int prog_fd, __u32 *flags)
-{
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
-			    .attach_point = BPF_TC_EGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = NFSL_TC_HANDLE,
-			    .priority = NFSL_TC_PRIO, .prog_fd = prog_fd);
-	int err;
-
-	/* An existing clsact (EEXIST) is used as it is: no warning. */
-	nfsl_quiet_libs = true;
-	err = bpf_tc_hook_create(&hook);
-	nfsl_quiet_libs = false;
-	if (!err)
-		*flags |= NFSL_IF_CREATED_CLSACT;
-	else if (err != -EEXIST)
-		return err;
-	return bpf_tc_attach(&hook, &opts);
 }
 
 /* Each interface gets its own instance of the slicer (libxdp links one
@@ -758,7 +707,7 @@ static int run_attach(void *o, int argc, char **argv)
 		if (!err)
 			err = write_config(dir, &cfg);
 		if (!err) {
-			err = attach_tc(ifc->ifindex,
+			err = nfsl_egress_attach(ifc->ifindex,
 					bpf_program__fd(sp->progs.nfsl_splicer),
 					&ifc->flags);
 			if (err)
@@ -912,7 +861,7 @@ static int run_repair(void *o, int argc, char **argv)
 			goto out;
 		if (h.ifs[i].tc_id)
 			continue;
-		err = attach_tc(ifc->ifindex, splicer, &ifc->flags);
+		err = nfsl_egress_attach(ifc->ifindex, splicer, &ifc->flags);
 		if (!err)
 			err = write_config(d.dir, &d.cfg);
 		if (err) {

@@ -67,6 +67,8 @@ static int check_caps(const struct nfsl_cmd *cmd)
 static const char *const env[] = {
 	"NFSLICE_BPFFS", "put the pins under this bpffs instead of /sys/fs/bpf",
 	"NFSLICE_VERBOSE", "when set, show libbpf's and libxdp's details (verifier logs)",
+	"NFSLICE_EGRESS", "clsact: attach splicers as tc clsact filters even where the kernel "
+	"has TCX (the fallback of kernels before 6.6; default: TCX where it exists)",
 	NULL,
 };
 

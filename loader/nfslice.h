@@ -71,7 +71,23 @@ int use_splicer_maps(struct splicer_bpf *sp, const char *dir, __u32 slots);
  * is not attached there; *@prog_id gets its id. */
 const char *nfsl_slicer_attached(int ifindex, __u32 *prog_id);
 
-/* Id of our splicer on @ifindex's tc egress hook, 0 when absent. */
+/* Name of the splicer program, to find ours among an egress hook's. */
+#define NFSL_SPLICER_PROG "nfsl_splicer"
+
+/* The splicer's egress hook (loader/egress.c): TCX where the kernel has
+ * it (NFSL_IF_TCX set in *@flags), else a tc clsact filter
+ * (NFSL_IF_CREATED_CLSACT when the qdisc was made for it). 0 or -errno. */
+int nfsl_egress_attach(int ifindex, int prog_fd, __u32 *flags);
+
+/* Replace our splicer on @ifc's egress with @prog_fd in one step. 0 or
+ * -errno (-ENOENT: no splicer of ours there). */
+int nfsl_egress_replace(const struct nfsl_iface *ifc, int prog_fd);
+
+/* Remove our splicer from @ifc's egress (TCX or clsact filter) and the
+ * clsact qdisc if attach made it. */
+void nfsl_egress_detach(const struct nfsl_iface *ifc);
+
+/* Id of our splicer on @ifindex's egress (TCX or tc), 0 when absent. */
 __u32 nfsl_splicer_attached(int ifindex);
 
 /* One interface of a domain as the kernel shows it now, in the caller's

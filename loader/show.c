@@ -151,6 +151,8 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 			jsonw_null_field(&w, "xdp");
 		jsonw_uint_field(&w, "xdp_prog_id", st->xdp_id);
 		jsonw_bool_field(&w, "tc_egress", st->tc_id);
+		jsonw_string_field(&w, "egress_hook",
+				   c->ifaces[i].flags & NFSL_IF_TCX ? "tcx" : "clsact");
 		jsonw_uint_field(&w, "tc_prog_id", st->tc_id);
 		jsonw_end_object(&w);
 	}
@@ -219,7 +221,8 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 			printf("%s (prog id %u)", st->xdp, st->xdp_id);
 		printf(", splicer ");
 		if (st->tc_id)
-			printf("tc egress (prog id %u)\n", st->tc_id);
+			printf("%s egress (prog id %u)\n",
+			       c->ifaces[i].flags & NFSL_IF_TCX ? "tcx" : "tc", st->tc_id);
 		else
 			printf("MISSING\n");
 	}

@@ -47,18 +47,6 @@ static int load_splicer_new(const struct nfsl_domain *d, struct splicer_bpf **ou
 	return 0;
 }
 
-/* Replace the splicer on @ifindex's tc egress (the filter nfslice made). */
-static int replace_tc(int ifindex, int prog_fd)
-{
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
-			    .attach_point = BPF_TC_EGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = NFSL_TC_HANDLE,
-			    .priority = NFSL_TC_PRIO, .prog_fd = prog_fd,
-			    .flags = BPF_TC_F_REPLACE);
-
-	return bpf_tc_attach(&hook, &opts);
-}
-
 /* Swap the slicer on @ifc for a fresh instance of this build's, in one
  * step. Returns 0, or -errno (-ENOENT: no slicer of ours there). */
 static int replace_xdp(const struct nfsl_iface *ifc, const struct nfsl_domain *d,
@@ -197,7 +185,7 @@ static int run_upgrade(void *p, int argc, char **argv)
 
 		if (ifc->flags & NFSL_IF_NF_PORT)
 			continue;
-		err = replace_tc(ifc->ifindex, bpf_program__fd(sp->progs.nfsl_splicer));
+		err = nfsl_egress_replace(ifc, bpf_program__fd(sp->progs.nfsl_splicer));
 		if (err) {
 			nfsl_err("replacing the splicer on %s failed (%s) after %d of the "
 				 "domain's splicers were replaced: the old and new splicers "

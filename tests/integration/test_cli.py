@@ -27,7 +27,7 @@ from nfrig import (BPFFS, COUNTERS, MGR_COUNTERS, NETNS_DIR, NFSLICE, PY,
 PREFIX = name("cli")
 PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns",
              "chain", "parklog", "mgr_counters", "residency", "tenant_cursor",
-             "tenant_counters", "tenant_prefix", "tenant_vlan"}
+             "tenant_counters", "tenant_prefix", "tenant_vlan", "events"}
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def rig(rigs):
 def clean(rig):
     """Assert, before and after the test, that DUT interfaces are bare.
 
-    Every test starts from interfaces without XDP and without clsact, and
+    Every test starts from interfaces without XDP, TCX or clsact, and
     must leave them so (tests that attach detach themselves).
     """
     def leftovers():
@@ -50,6 +50,8 @@ def clean(rig):
                 found.append(f"XDP left on {dev}")
             if "clsact" in rig.qdisc_kinds("dut", dev):
                 found.append(f"clsact left on {dev}")
+            if rig.tcx_egress("dut", dev):
+                found.append(f"TCX egress program left on {dev}")
         return found
     assert leftovers() == []
     yield rig
@@ -74,9 +76,13 @@ def domain(clean):
     rig = clean
     names = []
 
-    def attach(name, *ifaces, opts=()):
+    def attach(name, *ifaces, opts=(), env=None):
         names.append(name)
-        return rig.attach(*ifaces, name=name, opts=opts)
+        if env is None:
+            return rig.attach(*ifaces, name=name, opts=opts)
+        must(rig.nfslice("attach", "--name", name, *opts, *ifaces,
+                         env={**os.environ, **env}))
+        return rig.status(name)
 
     yield attach
     for name in names:
@@ -249,10 +255,11 @@ def test_status_json(clean, domain):
         assert i["nf_port"] is False
         # The ids nfslice reports are the programs the kernel has there.
         assert i["xdp_prog_id"] == rig.xdp("dut", i["name"])["prog"]["id"]
-        filters = [f for f in rig.egress_filters("dut", i["name"])
-                   if "options" in f]
-        assert [f["options"]["prog"]["id"] for f in filters] == \
-            [i["tc_prog_id"]]
+        # TCX where the kernel has it (6.6+; this one does): no qdisc.
+        assert i["egress_hook"] == "tcx"
+        assert rig.tcx_egress("dut", i["name"]) == [i["tc_prog_id"]]
+        assert rig.egress_filters("dut", i["name"]) == []
+        assert "clsact" not in rig.qdisc_kinds("dut", i["name"])
     # One splicer program, shared by every interface of the domain.
     assert st["interfaces"][0]["tc_prog_id"] == st["interfaces"][1]["tc_prog_id"]
 
@@ -374,6 +381,7 @@ def test_failed_attach_leaves_nothing(clean, jumbo_veth):
         assert "clsact" not in rig.qdisc_kinds("dut", dev), \
             f"attach left its clsact qdisc on {dev}"
         assert rig.egress_filters("dut", dev) == []
+        assert rig.tcx_egress("dut", dev) == []
     cp = rig.nfslice("detach", "--name", "broken")
     assert cp.returncode == 0 and "nothing to detach" in cp.stdout, \
         describe(cp)
@@ -396,6 +404,7 @@ def test_detach_removes_everything(clean):
     for dev in ("dut0", "dut1"):
         assert rig.xdp("dut", dev) is None
         assert rig.egress_filters("dut", dev) == []
+        assert rig.tcx_egress("dut", dev) == []
         assert "clsact" not in rig.qdisc_kinds("dut", dev)
     assert not rig.pin_dir("gone").exists()
     assert not any(os.path.exists(p) for p in st["pins"].values())
@@ -408,11 +417,21 @@ def test_detach_removes_everything(clean):
 
 
 def test_detach_keeps_a_clsact_it_did_not_create(clean):
-    """A clsact qdisc that was there before attach survives detach."""
+    """A clsact qdisc that was there before attach survives detach (the
+    clsact fallback, NFSLICE_EGRESS=clsact, of kernels without TCX)."""
     rig = clean
     rig.check("dut", "tc", "qdisc", "add", "dev", "dut1", "clsact")
     try:
-        rig.attach("dut0", "dut1", name="keepq")
+        must(rig.nfslice("attach", "--name", "keepq", "dut0", "dut1",
+                         env={**os.environ, "NFSLICE_EGRESS": "clsact"}))
+        st = rig.status("keepq")
+        for i in st["interfaces"]:
+            assert i["egress_hook"] == "clsact", i
+            filters = [f for f in rig.egress_filters("dut", i["name"])
+                       if "options" in f]
+            assert [f["options"]["prog"]["id"] for f in filters] == \
+                [i["tc_prog_id"]]
+            assert rig.tcx_egress("dut", i["name"]) == []
         rig.detach("keepq")
         assert "clsact" in rig.qdisc_kinds("dut", "dut1")
         assert rig.egress_filters("dut", "dut1") == []
@@ -810,20 +829,25 @@ def status_rc(rig, name):
         raise AssertionError(describe(cp)) from None
 
 
-@pytest.mark.parametrize("damage", ["filter", "qdisc"])
+@pytest.mark.parametrize("damage", ["tcx", "filter", "qdisc"])
 def test_status_damaged_and_repair(clean, domain, http_file, tmp_path,
                                    damage):
     """The slicer of dut1 removed by hand (ip link set dev dut1 xdp off)
-    and the splicer of dut0 (tc filter del, or the whole clsact qdisc):
-    status exits 3 naming both, with the fix; list says DAMAGED; repair
-    re-attaches them (splicer first) with the pinned store and config, and
-    a download through the DUT is then sliced and arrives whole."""
+    and the splicer of dut0 (its TCX attachment; or, attached as the clsact
+    fallback with NFSLICE_EGRESS=clsact, tc filter del or the whole clsact
+    qdisc): status exits 3 naming both, with the fix; list says DAMAGED;
+    repair re-attaches them (splicer first) with the pinned store and
+    config, and a download through the DUT is then sliced and arrives
+    whole."""
     rig = clean
-    st = domain("dmg", "dut0", "dut1")
+    st = domain("dmg", "dut0", "dut1",
+                env=None if damage == "tcx" else {"NFSLICE_EGRESS": "clsact"})
     download(rig, http_file, tmp_path)
     assert rig.status("dmg")["healthy"] is True
     must(rig.exec("dut", "ip", "link", "set", "dev", "dut1", "xdp", "off"))
-    if damage == "filter":
+    if damage == "tcx":
+        rig.tcx_detach("dut", "dut0", st["interfaces"][0]["tc_prog_id"])
+    elif damage == "filter":
         must(rig.exec("dut", "tc", "filter", "del", "dev", "dut0", "egress"))
     else:
         must(rig.exec("dut", "tc", "qdisc", "del", "dev", "dut0", "clsact"))
@@ -882,7 +906,8 @@ def test_status_interface_gone(clean, domain):
     assert rc == 3, bad
     assert bad["interfaces"][1] == {
         "name": None, "ifindex": ifindex, "present": False, "nf_port": False,
-        "xdp": None, "xdp_prog_id": 0, "tc_egress": False, "tc_prog_id": 0}
+        "xdp": None, "xdp_prog_id": 0, "tc_egress": False, "tc_prog_id": 0,
+        "egress_hook": "tcx"}
     assert bad["problems"] == [f"ifindex {ifindex}: interface gone "
                                "(deleted, or moved to another network "
                                "namespace)"]
