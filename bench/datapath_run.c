@@ -200,7 +200,7 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 	case B_SPLICER_NORES:
 	case B_SPLICER_EV:
 	case B_SPLICER_LAG:
-		if (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))
+		if (ret != (__u32)TC_ACT_UNSPEC || len != c->size || memcmp(b->out, c->pkt, len))
 			goto bad;
 		return 0;
 	case B_TC_STORE:
@@ -423,7 +423,8 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 			err = dp_run_once(b, HOOK_TC, fd, c->pkt, c->size, &len, &ret, &du);
 			dur += du;
 			if (!err &&
-			    (ret != TC_ACT_OK || len != c->size || memcmp(b->out, c->pkt, len))) {
+			    (ret != (__u32)TC_ACT_UNSPEC || len != c->size ||
+			     memcmp(b->out, c->pkt, len))) {
 				pr_err("splicer changed an unsliced %u B packet", c->size);
 				err = -EPROTO;
 			}

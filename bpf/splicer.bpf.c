@@ -28,6 +28,12 @@
 #include "nfsl_splice.h"
 #include "nfsl_events.h"
 
+/* What the splicer passes on (spliced or not its business) goes on to the
+ * hook's next program: TCX_NEXT under TCX; under cls_bpf direct action
+ * "next filter", then pass. TC_ACT_OK would end the hook here, skipping
+ * later TCX programs and every clsact filter. */
+#define NFSL_TC_NEXT TC_ACT_UNSPEC
+
 /* Residency of spliced payloads, us: log2 buckets and their sum
  * (NFSL_RES_BUCKETS, nfsl_consts.h), per CPU; pinned as "residency".
  * Its price per packet: docs/manager.md "Metrics"; the
@@ -159,7 +165,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	cnt->spliced++;
 	if (NFSL_RESIDENCY && !(cnt->spliced & (NFSL_RES_SAMPLE - 1)))
 		nfsl_residency_add(parked_ns);
-	return TC_ACT_OK;
+	return NFSL_TC_NEXT;
 
 not_ours:
 	if (p->dscp == NFSL_DSCP_SLICED) {
@@ -167,7 +173,7 @@ not_ours:
 		if (nfsl_events_on(cfg))
 			nfsl_event_tc(skb, NFSL_EV_OFFS(p), 0, NFSL_EV_INFO(p, NFSL_EV_BAD_TOKEN));
 	}
-	return TC_ACT_OK;
+	return NFSL_TC_NEXT;
 stale:
 	cnt->stale++;
 	if (nfsl_events_on(cfg))
@@ -229,7 +235,7 @@ static __always_inline int nfsl_gso(struct __sk_buff *skb,
 
 	bpf_loop(NFSL_GSO_SEGS_MAX, nfsl_gso_seg, &w, 0);
 	if (!w.ours)
-		return TC_ACT_OK;
+		return NFSL_TC_NEXT;
 	cnt->dropped_gso += w.ours;
 	return TC_ACT_SHOT;
 }
@@ -243,7 +249,7 @@ int nfsl_splicer(struct __sk_buff *skb)
 	void *data, *data_end;
 
 	if (!cfg || !cnt || !cfg->slots)
-		return TC_ACT_OK;
+		return NFSL_TC_NEXT;
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
 	/* Parse against skb->len: the payload (and the token) may lie in
@@ -252,11 +258,11 @@ int nfsl_splicer(struct __sk_buff *skb)
 		__u32 want = skb->len < NFSL_HDR_MAX ? skb->len : NFSL_HDR_MAX;
 
 		if (data + want <= data_end || bpf_skb_pull_data(skb, want))
-			return TC_ACT_OK;
+			return NFSL_TC_NEXT;
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 		if (nfsl_parse_len(data, data_end, skb->len, &p))
-			return TC_ACT_OK;
+			return NFSL_TC_NEXT;
 	}
 	if (skb->gso_size)
 		return nfsl_gso(skb, cfg, cnt, &p);

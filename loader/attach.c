@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nfslice attach / detach: load the slicer (XDP, libxdp dispatcher) and the
- * splicer (tc clsact egress) on every interface of a domain, with ONE store
+ * splicer (TCX egress, else tc clsact: loader/egress.c) on every interface
+ * of a domain, with ONE store
  * pinned in the domain's directory; and undo all of it.
  */
 #include <dirent.h>
@@ -967,8 +968,9 @@ const struct nfsl_cmd nfsl_cmd_attach = {
 	.summary = "attach a slicing domain to interfaces",
 	.description =
 		"Loads the slicer (XDP, through the libxdp dispatcher, so other XDP\n"
-		"programs keep running) on the ingress and the splicer (tc clsact) on the\n"
-		"egress of every IFACE, all sharing one store of N slots pinned in\n"
+		"programs keep running) on the ingress and the splicer (TCX, Linux >= 6.6;\n"
+		"else a tc clsact filter) on the egress of every IFACE, all sharing one\n"
+		"store of N slots pinned in\n"
 		"/sys/fs/bpf/nfslice/ns<netns cookie>/NAME/ (see 'nfslice status').\n"
 		"Frames of at least --threshold bytes have their UDP/TCP payload beyond\n"
 		"--keep bytes parked; the packet goes on with DSCP 63 and a 16-byte\n"
@@ -1004,7 +1006,8 @@ const struct nfsl_cmd nfsl_cmd_detach = {
 	.summary = "detach a slicing domain and remove its pins",
 	.description =
 		"Removes the slicer and the splicer from every interface of the domain,\n"
-		"the clsact qdiscs nfslice created, and the pinned maps. Payloads still\n"
+		"the clsact qdiscs nfslice created (the fallback of kernels without\n"
+		"TCX), and the pinned maps. Payloads still\n"
 		"parked are dropped with the store. Sets nf_conntrack_tcp_be_liberal\n"
 		"back to 0 if attach had set it, unless TCP connections are still\n"
 		"tracked in the namespace (their windows were learned from sliced\n"

@@ -4,7 +4,7 @@
  *
  * A slicing domain is a named set of interfaces sharing one payload store:
  * each slices on ingress (XDP, through the libxdp dispatcher) and splices on
- * egress (tc clsact). Mechanism: NFSlicer §III (slice & splice, token),
+ * egress (TCX, else tc clsact). Mechanism: NFSlicer §III (slice & splice, token),
  * PayloadPark §3-5 (split/merge, expiry threshold, counters).
  */
 #include <errno.h>

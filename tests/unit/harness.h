@@ -16,7 +16,7 @@
 /* Return codes of the programs (linux/bpf.h, linux/pkt_cls.h). */
 #define V_XDP_DROP 1
 #define V_XDP_PASS 2
-#define V_TC_OK 0
+#define V_TC_OK (-1) /* TC_ACT_UNSPEC: on to the hook's next program */
 #define V_TC_SHOT 2
 
 #define H_STORE_SLOTS 64 /* store max_entries in the tests */
