@@ -658,8 +658,9 @@ lab_if_drops = nftap.nic_lab_drops
 
 def test_migrate_drain_under_traffic(nicrig, tmp_path):
     """The domain moves from the DUT to the NIC while UDP flows and a
-    24 MB download runs: every datagram intact (a loss only where a veth
-    counted it, attaching or detaching XDP), the file's sha256 right,
+    24 MB download runs: every datagram delivered intact (or counted
+    dropped by the receiving socket; no interface drops one: the splicers
+    come and go on TCX, no qdisc is grafted), the file's sha256 right,
     nothing stale or replayed; nothing left parked in the DUT's store when
     it goes; the NIC slices and splices every payload itself (no foreign
     token reaches it: bad_token 0)."""
@@ -717,9 +718,10 @@ def test_migrate_drain_under_traffic(nicrig, tmp_path):
     numbers = f"migrate {mig}; sent {sent}, received {got}, drops counted " \
               f"{counted} (sockets, interfaces); NIC {after}"
     assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
-    # A veth drops what is in flight while XDP is attached to it or taken
-    # off (the new instance's attach, the old one's detach), and counts it.
-    assert sent - got["good"] <= counted, "losses nobody counted: " + numbers
+    # Zero loss: what a receiving socket's full buffer dropped is counted
+    # there and is not the migration's (interface drop counters, in the
+    # message, also count traffic of no flow here).
+    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
     for k in ("stale", "replayed", "too_big", "evicted", "bad_token"):
         assert after[k] == 0, numbers
     assert after["spliced"] + after["slots_busy"] == after["sliced"], numbers

@@ -76,10 +76,12 @@ def test_checkpoint_restore_under_traffic(rig, tmp_path):
                    name=DOMAIN)
         restored = json.loads(must(rig.nfslice("restore", "--name", DOMAIN,
                                                "--file", ck, "--json")))
+        # Before slicing resumes: the new slicer's allocator may evict the
+        # restored payloads (which no header claims) at its first visit.
+        after_restore = rig.stats(DOMAIN)
         cp = rig.nfslice("set", "--name", DOMAIN, "--threshold", "256")
         assert cp.returncode == 0, describe(cp)
         t["slicing_again"] = time.monotonic() - t0
-        after_restore = rig.stats(DOMAIN)
         poll(lambda: rig.stats(DOMAIN)["sliced"] >= 2000, 10,
              "2000 sliced by the restored instance")
         assert curl.poll() is None, "the download ended before the restore"
@@ -100,10 +102,9 @@ def test_checkpoint_restore_under_traffic(rig, tmp_path):
               f"received {got}, socket drops {rep_srv['socket_drops']}; " \
               f"after restore {after_restore}, at the end {st}"
     assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
-    # A veth drops what it is transmitting while an XDP program leaves or
-    # comes (docs/benchmarks-migrate.md: 0-25 frames per checkpoint +
-    # restore at 30 kpps); detach and attach do both. Not zero: bounded.
-    assert got["good"] + rep_srv["socket_drops"] >= sent - 50, numbers
+    # Zero loss: detach and attach graft no qdisc (the splicer is on TCX),
+    # and XDP coming and going on a veth drops nothing (docs/platform.md).
+    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
     assert restored["restored"] == saved["saved"], numbers
     assert after_restore["slots_busy"] == restored["restored"], numbers
     for k in ("stale", "bad_token", "replayed", "too_big"):
