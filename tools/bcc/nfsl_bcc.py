@@ -350,34 +350,36 @@ def nfslice_json(ns, *args, timeout=60):
 
 
 def domain_ifaces(ns, name):
-    """{ifindex: ifname} of domain NAME's present interfaces (slicing ones
-    and NF ports), from `nfslice status --json` in NS."""
+    """{ifindex: (ifname, nf_port)} of domain NAME's present interfaces
+    (slicing ones and NF ports), from `nfslice status --json` in NS."""
     st = nfslice_json(ns, "status", "--name", name)
-    return {i["ifindex"]: i["name"] for i in st.get("interfaces", [])
-            if i.get("present", True)}
+    return {i["ifindex"]: (i["name"], bool(i.get("nf_port")))
+            for i in st.get("interfaces", []) if i.get("present", True)}
 
 
 def watched(ns, name, extra, tool):
-    """The interfaces a tool watches: domain NAME's (unless None) and the
-    names in EXTRA, in NS, as {ifindex: ifname}, and the `ip -j link`
-    objects of NS. A missing domain with EXTRA given is a note; without,
-    an error."""
+    """The interfaces a tool watches: domain NAME's and the names in EXTRA,
+    in NS. Returns ({ifindex: ifname}, the set of those that are NF ports,
+    {ifname: `ip -j link` object of NS}). A missing domain with EXTRA
+    given is a note; without, an error."""
     lk = links(ns)
-    out = {}
-    if name is not None:
-        try:
-            out.update(domain_ifaces(ns, name))
-        except ToolError as e:
-            if not extra:
-                raise
-            note(tool, f"{e}: watching only {', '.join(extra)}")
+    out, nf_ports = {}, set()
+    try:
+        for idx, (ifname, nf) in domain_ifaces(ns, name).items():
+            out[idx] = ifname
+            if nf:
+                nf_ports.add(idx)
+    except ToolError as e:
+        if not extra:
+            raise
+        note(tool, f"{e}: watching only {', '.join(extra)}")
     for ifname in extra:
         if ifname not in lk:
             raise ToolError(f"no interface {ifname} in {ns.describe()}")
         out[lk[ifname]["ifindex"]] = ifname
     if not out:
         raise ToolError(f"domain '{name}' has no interface present")
-    return out, lk
+    return out, nf_ports, lk
 
 
 # --------------------------------------------------------------- bcc --
