@@ -40,7 +40,7 @@ fi
 # headers (docs/platform.md). Links already there are left alone.
 kmod=/lib/modules/$(uname -r)
 if [ ! -e "$kmod/build" ]; then
-	hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
+	hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1 || true)
 	if [ -n "$hdr" ] && [ -d "${hdr%-amd64}-common" ]; then
 		echo "install-deps: linking $kmod/build -> $hdr (bcc)"
 		mkdir -p "$kmod"

@@ -248,7 +248,7 @@ def test_drops_netfilter(rig, tools):
     n_big, n_small = 30, 10
     before = rig.stats(DOMAIN)
     t = tools([DROPS, "--netns", rig.ns("dut"), "--name", DOMAIN, "--json",
-               "--duration", "3"])
+               "--duration", "4"])
     t.wait_ready()
     e = rig.env
     sent = send(rig, e["SRV_IP4"], DROP_PORT, f"{n_big}:{SIZE}",
@@ -354,7 +354,8 @@ def test_drops_xdp_exception(rig, tools, tmp_path):
     t = tools(["ip", "netns", "exec", dut, DROPS, "--name", DOMAIN,
                "--iface", "xab0", "--json"])
     t.wait_ready()
-    frame = "ffffffffffff" "020000000001" "88b5" + "00" * 46   # local EtherType
+    # Broadcast, a local EtherType (0x88b5), 46 B of zeros.
+    frame = "ffffffffffff" "020000000001" "88b5" + "00" * 46
     must(rig.exec("dut", PY, "-c",
                   "import socket, sys\n"
                   "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n"
@@ -429,7 +430,7 @@ def test_top_matches_stats(rig, tools):
         d = r["domain"]
         assert d["sliced_pps"] == pytest.approx(
             d["sliced"] / r["interval_s"], rel=1e-3, abs=1e-3), r
-        assert 0.45 < r["interval_s"] < 1.5, r
+        assert 0.45 < r["interval_s"] < 5, r
 
 
 def test_top_text_and_usage(rig, tools):

@@ -344,8 +344,8 @@ def nfslice_json(ns, *args, timeout=60):
     if cp.returncode not in (0, 3) or not isinstance(obj, dict) or \
             "error" in obj:
         err = obj.get("error") if isinstance(obj, dict) else None
-        raise ToolError(f"nfslice {args[0]}: "
-                        f"{err or cp.stderr.strip() or 'exit ' + str(cp.returncode)}")
+        err = err or cp.stderr.strip() or f"exit {cp.returncode}"
+        raise ToolError(f"nfslice {args[0]}: {err}")
     return obj
 
 
