@@ -7,8 +7,9 @@
 #                 driver), run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
 #   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
-#   make install  tools, man pages, bash completion and nfsliced.service under
-#                 $(DESTDIR)$(PREFIX) (the unit under $(DESTDIR)$(UNITDIR))
+#   make install  tools (the bcc tools of tools/bcc/ too), man pages, bash
+#                 completion and nfsliced.service under $(DESTDIR)$(PREFIX)
+#                 (the unit under $(DESTDIR)$(UNITDIR))
 #   make V=1      show full commands
 
 include mk/common.mk
@@ -17,8 +18,12 @@ include mk/common.mk
 	demo bench doc install uninstall clean
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
+# Python + bcc, run from the source tree as tools/bcc/NAME; installed with
+# their shared module in BCCDIR and linked from SBINDIR.
+BCC_TOOLS := nfslice-drops nfslice-top
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
+BCCDIR ?= $(PREFIX)/lib/nfslice/bcc
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= /etc/systemd/system
@@ -83,9 +88,11 @@ bench: deps
 # tables (their hidden --man and --bash-completion options).
 MANS := $(TOOLS:%=$(BUILD)/man/%.8)
 COMPLETIONS := $(TOOLS:%=$(BUILD)/completion/%)
+BCC_MANS := $(BCC_TOOLS:%=$(BUILD)/man/%.8)
+BCC_COMPLETIONS := $(BCC_TOOLS:%=$(BUILD)/completion/%)
 
 doc: all
-	$(Q)$(MAKE) $(MANS) $(COMPLETIONS)
+	$(Q)$(MAKE) $(MANS) $(COMPLETIONS) $(BCC_MANS) $(BCC_COMPLETIONS)
 
 $(BUILD)/man $(BUILD)/completion:
 	$(Q)mkdir -p $@
@@ -98,13 +105,26 @@ $(BUILD)/completion/%: $(BUILD)/% | $(BUILD)/completion
 	$(call msg,GEN-COMP,$@)
 	$(Q)$< --bash-completion > $@
 
+# The bcc tools make theirs from their argparse tables (no bcc needed).
+$(BCC_MANS): $(BUILD)/man/%.8: tools/bcc/% tools/bcc/nfsl_bcc.py | $(BUILD)/man
+	$(call msg,GEN-MAN,$@)
+	$(Q)$< --man > $@
+
+$(BCC_COMPLETIONS): $(BUILD)/completion/%: tools/bcc/% tools/bcc/nfsl_bcc.py | $(BUILD)/completion
+	$(call msg,GEN-COMP,$@)
+	$(Q)$< --bash-completion > $@
+
 # make install [PREFIX=/usr/local] [DESTDIR=staging root]
 install: doc
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
 	$(Q)$(INSTALL) -m 0755 $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(SBINDIR)/
-	$(Q)$(INSTALL) -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man8/
-	$(Q)$(INSTALL) -m 0644 $(COMPLETIONS) $(DESTDIR)$(BASHCOMPDIR)/
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BCCDIR)
+	$(Q)$(INSTALL) -m 0755 $(BCC_TOOLS:%=tools/bcc/%) $(DESTDIR)$(BCCDIR)/
+	$(Q)$(INSTALL) -m 0644 tools/bcc/nfsl_bcc.py $(DESTDIR)$(BCCDIR)/
+	$(Q)for t in $(BCC_TOOLS); do ln -sf $(BCCDIR)/$$t $(DESTDIR)$(SBINDIR)/$$t; done
+	$(Q)$(INSTALL) -m 0644 $(MANS) $(BCC_MANS) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)$(INSTALL) -m 0644 $(COMPLETIONS) $(BCC_COMPLETIONS) $(DESTDIR)$(BASHCOMPDIR)/
 	$(Q)$(INSTALL) -d $(DESTDIR)$(UNITDIR)
 	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|' manager/nfsliced.service > $(DESTDIR)$(UNITDIR)/nfsliced.service
 	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/nfsliced.service
@@ -113,6 +133,10 @@ uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(SBINDIR)/%) $(TOOLS:%=$(DESTDIR)$(MANDIR)/man8/%.8) \
 		$(TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(DESTDIR)$(UNITDIR)/nfsliced.service
+	$(Q)rm -f $(BCC_TOOLS:%=$(DESTDIR)$(SBINDIR)/%) $(BCC_TOOLS:%=$(DESTDIR)$(MANDIR)/man8/%.8) \
+		$(BCC_TOOLS:%=$(DESTDIR)$(BASHCOMPDIR)/%)
+	$(Q)rm -rf $(DESTDIR)$(BCCDIR)
+	$(Q)rmdir $(DESTDIR)$(PREFIX)/lib/nfslice 2>/dev/null || true
 
 clean:
 	$(call msg,CLEAN,build)

@@ -11,6 +11,7 @@ PKGS=(
 	libcriterion-dev
 	iproute2 iputils-ping nftables iperf3 ethtool tcpdump curl linux-perf
 	python3 python3-pytest python3-scapy python3-pyroute2 python3-matplotlib
+	python3-bpfcc linux-headers-amd64
 )
 
 missing=()
@@ -28,4 +29,29 @@ fi
 # bpffs is not mounted on a fresh machine (docs/platform.md).
 if ! mount | grep -q ' /sys/fs/bpf type bpf'; then
 	mount -t bpf bpf /sys/fs/bpf
+fi
+
+# bcc (tools/bcc/) compiles its C with kernel headers at run time. This
+# kernel ships none (no /lib/modules/$(uname -r), no CONFIG_IKHEADERS):
+# Debian's newest linux-headers-*-amd64 (the linux-headers-amd64
+# metapackage) serve the compiler, linked as Debian links its own
+# kernels' build and source directories. Struct layouts and drop reasons
+# the tools take from the running kernel (BTF, tracefs), not from these
+# headers (docs/platform.md). Links already there are left alone.
+kmod=/lib/modules/$(uname -r)
+if [ ! -e "$kmod/build" ]; then
+	hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1 || true)
+	if [ -n "$hdr" ] && [ -d "${hdr%-amd64}-common" ]; then
+		echo "install-deps: linking $kmod/build -> $hdr (bcc)"
+		mkdir -p "$kmod"
+		ln -sfn "$hdr" "$kmod/build"
+		[ -e "$kmod/source" ] || ln -sfn "${hdr%-amd64}-common" "$kmod/source"
+	else
+		echo "install-deps: no /usr/src/linux-headers-*-amd64: the bcc tools will not compile" >&2
+	fi
+fi
+
+# tracefs is not mounted at boot here; the bcc tools attach to tracepoints.
+if ! mount | grep -q ' /sys/kernel/tracing type tracefs'; then
+	mount -t tracefs tracefs /sys/kernel/tracing
 fi
