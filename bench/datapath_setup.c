@@ -156,6 +156,24 @@ static int reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_
 	return 0;
 }
 
+/* A slicer of the bench's own (@what, for messages) on the domain's store
+ * and counters, with a config and cursor (and the other maps) of its
+ * own, loaded into *@out. */
+static int own_slicer(struct bench *b, struct slicer_bpf **out, const char *what)
+{
+	int err;
+
+	*out = slicer_bpf__open();
+	if (!*out)
+		return pr_err("cannot open the %s slicer: %s", what, strerror(errno)), -1;
+	if (reuse_maps((*out)->maps.nfsl_store, NULL, (*out)->maps.nfsl_counters, NULL, b->sl))
+		return -1;
+	err = slicer_bpf__load(*out);
+	if (err)
+		return pr_err("cannot load the %s slicer: %s", what, strerror(-err)), -1;
+	return 0;
+}
+
 /* slicer-tenants: a third slicer on the store and counters, with a config
  * and cursor of its own: three tenants, the bench packets' destination
  * (198.18.0.2) tenant 1's by a /24 prefix rule, its region half the
@@ -166,16 +184,9 @@ static int setup_tenants(struct bench *b)
 				     .addr = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 0 } };
 	struct nfsl_config t = b->cfg;
 	__u32 zero = 0, one = 1, half = t.part_slots / 2;
-	int err;
 
-	b->slt = slicer_bpf__open();
-	if (!b->slt)
-		return pr_err("cannot open the tenants slicer: %s", strerror(errno)), -1;
-	if (reuse_maps(b->slt->maps.nfsl_store, NULL, b->slt->maps.nfsl_counters, NULL, b->sl))
+	if (own_slicer(b, &b->slt, "tenants"))
 		return -1;
-	err = slicer_bpf__load(b->slt);
-	if (err)
-		return pr_err("cannot load the tenants slicer: %s", strerror(-err)), -1;
 	t.ntenants = 3;
 	t.tenant_flags = NFSL_TEN_PREFIX;
 	t.tenants[1] = (struct nfsl_tenant){ .base = 0, .size = half, .weight = 1, .name = "a" };
@@ -205,16 +216,9 @@ static int setup_skip(struct bench *b)
 {
 	struct nfsl_config t = b->cfg;
 	__u32 zero = 0;
-	int err;
 
-	b->sks = slicer_bpf__open();
-	if (!b->sks)
-		return pr_err("cannot open the skipping slicer: %s", strerror(errno)), -1;
-	if (reuse_maps(b->sks->maps.nfsl_store, NULL, b->sks->maps.nfsl_counters, NULL, b->sl))
+	if (own_slicer(b, &b->sks, "skipping"))
 		return -1;
-	err = slicer_bpf__load(b->sks);
-	if (err)
-		return pr_err("cannot load the skipping slicer: %s", strerror(-err)), -1;
 	t.nifaces = 1;
 	if (bpf_map_update_elem(bpf_map__fd(b->sks->maps.nfsl_config), &zero, &t, BPF_ANY))
 		return pr_err("cannot configure the skipping slicer: %s", strerror(errno)), -1;
@@ -351,18 +355,8 @@ int dp_setup_domain(struct bench *b)
 	/* The cold pair: a second slicer and a second copy on the same store
 	 * and counters, with a config and a cursor of their own whose window
 	 * is the whole partition (the FIFO store). */
-	b->slc = slicer_bpf__open();
-	if (!b->slc) {
-		pr_err("cannot open the cold slicer: %s", strerror(errno));
+	if (own_slicer(b, &b->slc, "cold"))
 		return -1;
-	}
-	if (reuse_maps(b->slc->maps.nfsl_store, NULL, b->slc->maps.nfsl_counters, NULL, b->sl))
-		return -1;
-	err = slicer_bpf__load(b->slc);
-	if (err) {
-		pr_err("cannot load the cold slicer: %s", strerror(-err));
-		return -1;
-	}
 	cold = *cfg;
 	cold.win_min = cfg->part_slots;
 	if (bpf_map_update_elem(bpf_map__fd(b->slc->maps.nfsl_config), &zero, &cold, BPF_ANY)) {
