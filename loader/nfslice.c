@@ -48,6 +48,11 @@ int nfsl_err_domain(int err, const char *name)
 				"(attach one with: nfslice attach --name %s IFACE...; "
 				"nfslice list shows the domains of every namespace)",
 				name, name);
+	if (err == -EPROTO)
+		return nfsl_err("domain '%s' was attached by an nfslice whose maps have another "
+				"layout than this one's: use the nfslice that attached it (its "
+				"status, detach), or detach it and attach again with this one",
+				name);
 	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
 }
 

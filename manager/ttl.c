@@ -65,6 +65,9 @@ static void open_scanner(struct scanner *s)
 	if (err == -ENOENT)
 		mgr_log(MGR_NOTICE, "%s: no park log (attached by an older nfslice): no "
 			"TTL eviction until nfslice upgrade", s->dir);
+	else if (err == -EPROTO)
+		mgr_log(MGR_WARNING, "%s: attached by an nfslice whose maps have another layout: "
+			"left alone (no TTL eviction, no metrics)", s->dir);
 	else if (err)
 		mgr_log(MGR_WARNING, "%s: no TTL eviction: %s", s->dir, strerror(-err));
 	else

@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "domain.h"
+#include "nfsl_store.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -264,6 +265,16 @@ static int open_pin_opt(const struct nfsl_domain *d, const char *pin)
 	return fd == -ENOENT ? -1 : fd;
 }
 
+int nfsl_map_value_check(int fd, __u32 want)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	return info.value_size == want ? 0 : -EPROTO;
+}
+
 /* Open the pinned maps of the domain whose pins are in d->dir. */
 static int open_maps(struct nfsl_domain *d)
 {
@@ -277,6 +288,13 @@ static int open_maps(struct nfsl_domain *d)
 	    (d->counters_fd = open_pin(d, NFSL_PIN_COUNTERS)) < 0 ||
 	    (d->cursor_fd = open_pin(d, NFSL_PIN_CURSOR)) < 0)
 		err = -ENOENT; /* a half-made domain: detach cleans it */
+	/* Reading a value into a struct of another size would overrun it:
+	 * a domain of another build is refused, not read. */
+	else if ((err = nfsl_map_value_check(d->config_fd, sizeof(d->cfg))) ||
+		 (err = nfsl_map_value_check(d->counters_fd, sizeof(struct nfsl_counters))) ||
+		 (err = nfsl_map_value_check(d->store_fd, sizeof(struct nfsl_slot))) ||
+		 (err = nfsl_map_value_check(d->cursor_fd, sizeof(struct nfsl_alloc))))
+		;
 	else if (bpf_map_lookup_elem(d->config_fd, &zero, &d->cfg))
 		err = -errno;
 	if (!err) {

@@ -99,9 +99,18 @@ int nfsl_domain_dir(char *buf, size_t len, const char *name);
 int nfsl_name_check(const char *name);
 
 /*
+ * nfsl_map_value_check - is the value of map @fd @want bytes (per CPU, for
+ * a per-CPU map)? 0, -EPROTO when not (a domain made by a build whose
+ * structs differ), or -errno.
+ */
+int nfsl_map_value_check(int fd, __u32 want);
+
+/*
  * nfsl_domain_open - open the pinned maps of domain @name and read its
  * config. Returns 0, -ENOENT if the domain is not attached in this network
- * namespace, other -errno on failure.
+ * namespace, -EPROTO if its maps have another build's layout (config,
+ * counters, store or cursor values of another size: reading them would
+ * overrun this build's structs), other -errno on failure.
  */
 int nfsl_domain_open(struct nfsl_domain *d, const char *name);
 /* The same for the domain whose pins are in @dir (any namespace's). */

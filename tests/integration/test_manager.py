@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,7 +40,7 @@ import urllib.request
 import pytest
 
 import nftap
-from nfrig import (BPFFS, NFSLICE, PY, ROOT, describe, must, name, poll,
+from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, ROOT, describe, must, name, poll,
                    run, settle)
 from nfsltopo import start_process, stop_process
 
@@ -236,6 +237,42 @@ def test_bad_arguments(rig):
         assert cp.returncode == 2 and msg in cp.stderr, describe(cp)
     cp = run([NFSLICED, "--log-level", "loud"])
     assert cp.returncode == 2 and "--log-level" in cp.stderr, describe(cp)
+
+
+def test_foreign_layout_left_alone(rig, daemon):
+    """A domain whose maps another build made with other struct sizes
+    (here: a config of 4 bytes more) is refused by name, never read into
+    this build's structs: nfslice status says so and exits 1; nfsliced
+    leaves it alone (a warning), serves and scrapes the others, and does
+    not crash."""
+    fake = rig.pin_dir("otherbuild")
+    specs = {"store": ("array", 4, 64, 64), "config": ("array", 4, None, 1),
+             "counters": ("percpu_array", 4, 8 * len(COUNTERS), 1),
+             "cursor": ("array", 4, 64, 1)}
+    cfg_size = json.loads(must(run(["bpftool", "-j", "map", "show", "pinned",
+                                    str(rig.pin_dir(DOMAIN) / "config")])))[
+        "bytes_value"]
+    fake.mkdir()
+    try:
+        for pin, (kind, k, v, n) in specs.items():
+            must(run(["bpftool", "map", "create", str(fake / pin), "type",
+                      kind, "key", str(k), "value", str(v or cfg_size + 4),
+                      "entries", str(n), "name", f"nfsl_{pin}"]))
+        cp = rig.nfslice("status", "--name", "otherbuild")
+        assert cp.returncode == 1, describe(cp)
+        assert "attached by an nfslice whose maps have another layout" in \
+            cp.stderr, describe(cp)
+        poll(lambda: "otherbuild: attached by an nfslice whose maps have "
+             "another layout" in daemon.text(), 10, "nfsliced's warning")
+        metrics, text = scrape(daemon.port)
+        cookie = rig.cookies["dut"]
+        assert metrics[("nfslice_domain_readable", cookie, "otherbuild")] \
+            == 0, text
+        assert metrics[("nfslice_domain_readable", cookie, DOMAIN)] == 1
+        assert daemon.call({"op": "ping"})["ok"] is True
+    finally:
+        shutil.rmtree(fake, ignore_errors=True)
+    assert daemon.p.poll() is None, daemon.text()
 
 
 def test_second_daemon_refused(daemon):
