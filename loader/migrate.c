@@ -147,6 +147,9 @@ static int target_dir(const char *ns, const char *name, char *dir, size_t len)
 
 /* What the copy-mode configuration writes change (nfsl_config_update). */
 struct key_old_change {
+	bool set;         /* key_old = key (the flag as it is: nothing
+			   * verifies under it before the next write) */
+	__u64 key[2];
 	bool start;       /* slice (the old threshold) and honour key_old */
 	bool clear;       /* stop honouring key_old */
 	bool wipe;        /* zero key_old (after clear: nothing reads it) */
@@ -157,6 +160,8 @@ static int apply_key_old(struct nfsl_domain *d, const void *arg, char *err, size
 {
 	const struct key_old_change *c = arg;
 
+	if (c->set)
+		memcpy(d->cfg.key_old, c->key, sizeof(d->cfg.key_old));
 	if (c->start) {
 		d->cfg.threshold = c->threshold;
 		d->cfg.flags |= NFSL_CFG_KEY_OLD;
@@ -361,37 +366,35 @@ static int run_copy(struct mig *m)
 {
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
-	struct nfsl_ckpt_result saved, imp;
-	struct nfsl_ckpt_ref *refs = NULL;
-	struct nfsl_slot *olds = NULL, *news = NULL;
+	struct nfsl_ckpt_result saved, imp = {};
+	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 }, nds = { .tcursor_fd = -1 };
 	struct nfsl_domain nd = { .store_fd = -1 };
+	struct key_old_change kc = { .set = true };
+	struct nfsl_ckpt_ref *refs = NULL;
+	struct nfsl_ckpt_clock now;
 	struct nfsl_ckpt_img img;
 	struct json_writer jw;
 	struct follow f = {};
 	const void *buf = NULL;
 	char err[1024];
-	size_t size = 0, olen, nlen = 0;
+	size_t size = 0;
 	__u64 t_stop, t_saved, t_imported, t_start, t_detached, t_end;
 	int memfd = -1, rc = -1, detach_rc;
 
 	if (attach_new(m))
 		return -1;
-	nd.store_fd = -1;
 	if (nfsl_domain_open_dir(&nd, m->tdir) || nd.cfg.slots < d->cfg.slots) {
 		nfsl_err("the new instance's store (%u slots) cannot hold the old one's indexes "
 			 "(%u): detach it in %s", nd.cfg.slots, d->cfg.slots, o->to);
 		goto out;
 	}
-	olen = (size_t)d->cfg.slots * sizeof(struct nfsl_slot);
-	olds = mmap(NULL, olen, PROT_READ, MAP_SHARED, d->store_fd, 0);
-	nlen = (size_t)nd.cfg.slots * sizeof(struct nfsl_slot);
-	news = mmap(NULL, nlen, PROT_READ | PROT_WRITE, MAP_SHARED, nd.store_fd, 0);
-	memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC);
-	if (olds == MAP_FAILED || news == MAP_FAILED || memfd < 0) {
-		olds = olds == MAP_FAILED ? NULL : olds;
-		news = news == MAP_FAILED ? NULL : news;
-		nfsl_err("cannot map the stores: %s; detach the new instance in %s",
-			 strerror(errno), o->to);
+	/* Both stores mapped before the old slicer stops: mapping 128 MiB
+	 * takes milliseconds, which the unsliced window need not hold. */
+	if (nfsl_ckpt_dstore_open(&ods, d, err, sizeof(err)) ||
+	    nfsl_ckpt_dstore_open(&nds, &nd, err, sizeof(err)) ||
+	    (memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC)) < 0) {
+		nfsl_err("%s; detach the new instance in %s", memfd < 0 ? strerror(errno) : err,
+			 o->to);
 		goto out;
 	}
 	/* 2. The old slicer stops; what it was parking settles. */
@@ -404,17 +407,25 @@ static int run_copy(struct mig *m)
 	usleep(COPY_GRACE_US);
 	/* 3. The busy slots, every generation, the clocks, the key: an image
 	 * in memory (what another host would receive). */
-	if (nfsl_ckpt_save_fd(d->dir, memfd, &saved, err, sizeof(err)) ||
+	if (nfsl_ckpt_dstore_clocks(&ods) ||
+	    nfsl_ckpt_write(&ods.st, memfd, &saved, err, sizeof(err)) ||
 	    nfsl_ckpt_map(memfd, "the image", &buf, &size, err, sizeof(err)) ||
 	    nfsl_ckpt_parse(buf, size, &img, err, sizeof(err))) {
-		copy_rollback(m, err);
+		copy_rollback(m, *err ? err : "cannot read the old instance's cursors");
 		goto out;
 	}
 	t_saved = nfsl_now_ns();
-	/* 4. Imported into the new store; the old key as its key_old. */
+	/* 4. Imported into the new store (NFSL_CKPT_LIVE: it keeps its key);
+	 * the old key as its key_old, not yet honoured. */
 	refs = calloc(img.nrecs + 1, sizeof(*refs));
-	if (!refs || nfsl_ckpt_import_live(m->tdir, &img, refs, &imp, err, sizeof(err))) {
-		copy_rollback(m, refs ? err : "out of memory");
+	if (!refs || nfsl_ckpt_dstore_clocks(&nds) || nfsl_ckpt_clock_now(&now)) {
+		copy_rollback(m, "cannot read the new instance's cursors or the clock");
+		goto out;
+	}
+	nfsl_ckpt_import(&img, &nds.st, &now, NFSL_CKPT_LIVE, refs, &imp);
+	memcpy(kc.key, img.cfg.key, sizeof(kc.key));
+	if (key_old_write(m->tdir, &kc)) {
+		copy_rollback(m, "writing the old key into the new instance failed");
 		goto out;
 	}
 	t_imported = nfsl_now_ns();
@@ -434,7 +445,7 @@ static int run_copy(struct mig *m)
 	t_detached = nfsl_now_ns();
 	/* 7. Until no imported payload is left (or the wait ends), then the
 	 * old key is forgotten: cleared first, wiped once nothing reads it. */
-	follow_imports(news, olds, refs, imp.restored, t_start, m->wait_ms,
+	follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
 		       (__u64)d->cfg.ttl_us * 1000, &f);
 	if (key_old_write(m->tdir, &(struct key_old_change){ .clear = true }) ||
 	    key_old_write(m->tdir, &(struct key_old_change){ .wipe = true })) {
@@ -452,7 +463,8 @@ static int run_copy(struct mig *m)
 		       "%.1f ms; %.1f ms in all\n",
 		       o->name, o->to, (t_start - t_stop) / 1e6, saved.saved,
 		       (unsigned long long)saved.bytes, imp.restored, f.spliced, f.stale,
-		       f.expired, f.left, (t_end - t_start) / 1e6, (t_end - m->t0) / 1e6);
+		       f.expired, f.left + f.raced, (t_end - t_start) / 1e6,
+		       (t_end - m->t0) / 1e6);
 		goto out;
 	}
 	jsonw_init(&jw, stdout);
@@ -485,10 +497,8 @@ out:
 	nfsl_ckpt_unmap(buf, size);
 	if (memfd >= 0)
 		close(memfd);
-	if (olds)
-		munmap(olds, olen);
-	if (news)
-		munmap(news, nlen);
+	nfsl_ckpt_dstore_close(&ods);
+	nfsl_ckpt_dstore_close(&nds);
 	if (nd.store_fd >= 0)
 		nfsl_domain_close(&nd);
 	return rc;

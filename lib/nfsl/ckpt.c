@@ -224,18 +224,18 @@ int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, struct nfsl_ckpt_r
 		rc = nfsl_errf(err, errlen, -errno, "cannot seek: %s", strerror(errno));
 		goto out;
 	}
-	for (__u32 i = 0; i < h.ngen; i++)
-		gen[i] = NFSL_CTL_GEN(__atomic_load_n(&st->slots[i].ctl, __ATOMIC_ACQUIRE));
 	wput(w, st->seq, h.nseq * sizeof(__u32));
 	if (h.ntseq)
 		wput(w, st->tseq, h.ntseq * sizeof(__u32));
-	wput(w, gen, h.ngen * sizeof(*gen));
 	wpad8(w);
+	/* One pass: a store of 64k slots is 128 MiB, and each control word
+	 * read is a cache miss. */
 	for (__u32 i = 0; i < cfg->slots && !w->err; i++) {
 		struct nfsl_slot *s = &st->slots[i];
 		__u64 c0 = __atomic_load_n(&s->ctl, __ATOMIC_ACQUIRE);
 		struct nfsl_ckpt_rec r = { .index = i, .ctl = c0 };
 
+		gen[i] = NFSL_CTL_GEN(c0);
 		if (!NFSL_CTL_EXP(c0))
 			continue;
 		r.parked_ns = s->parked_ns;
@@ -258,6 +258,8 @@ int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, struct nfsl_ckpt_r
 		wpad8(w);
 		res->saved++;
 	}
+	wput(w, gen, h.ngen * sizeof(*gen));
+	wpad8(w);
 	wflush(w);
 	if (w->err) {
 		rc = nfsl_errf(err, errlen, w->err, "cannot write the image: %s", strerror(-w->err));
@@ -364,15 +366,18 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, ch
 		if (h.ngen > img->cfg.slots)
 			return bad(err, errlen, "%u generations for %u slots", h.ngen,
 				   img->cfg.slots);
-		arrays = ALIGN8(((size_t)h.nseq + h.ntseq + h.ngen) * 4);
-		if (h.body_size != size - h.hdr_size || arrays > h.body_size)
+		arrays = ALIGN8(((size_t)h.nseq + h.ntseq) * 4);
+		if (h.body_size != size - h.hdr_size ||
+		    arrays + ALIGN8((size_t)h.ngen * 4) > h.body_size)
 			return bad(err, errlen, "truncated or too long (%zu bytes, %llu expected)",
 				   size, (unsigned long long)(h.hdr_size + h.body_size));
 		img->seq = (const __u32 *)p;
 		img->tseq = h.ntseq ? img->seq + h.nseq : NULL;
-		img->gen = img->seq + h.nseq + h.ntseq;
 		img->recs = p + arrays;
-		/* Every record in bounds, the last one ending the image. */
+		end -= ALIGN8((size_t)h.ngen * 4);
+		img->gen = (const __u32 *)end;
+		/* Every record in bounds, the last one ending where the
+		 * generations begin. */
 		p = img->recs;
 		for (__u32 k = 0; k < h.nslots; k++) {
 			struct nfsl_ckpt_rec r;
@@ -388,7 +393,8 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, ch
 			p += ALIGN8(sizeof(r) + r.len);
 		}
 		if (p != end)
-			return bad(err, errlen, "%zu bytes after the last record", (size_t)(end - p));
+			return bad(err, errlen, "%zu bytes between the last record and the "
+				   "generations", (size_t)(end - p));
 	}
 	return 0;
 }
@@ -520,7 +526,12 @@ __u32 nfsl_ckpt_import(const struct nfsl_ckpt_img *img, const struct nfsl_ckpt_s
 	 * names a free slot here: with the generation raised it is stale
 	 * (dropped), not foreign (passed on truncated). */
 	for (__u32 i = 0; img->gen && i < img->ngen && i < dc->slots; i++) {
-		__u64 cur = __atomic_load_n(&st->slots[i].ctl, __ATOMIC_ACQUIRE);
+		__u64 cur;
+
+		if (!img->gen[i])
+			continue; /* never taken: nothing to raise (and no cache
+				   * miss on its slot) */
+		cur = __atomic_load_n(&st->slots[i].ctl, __ATOMIC_ACQUIRE);
 
 		if (NFSL_CTL_EXP(cur) || (int)(img->gen[i] - NFSL_CTL_GEN(cur)) <= 0)
 			continue;
@@ -533,15 +544,7 @@ __u32 nfsl_ckpt_import(const struct nfsl_ckpt_img *img, const struct nfsl_ckpt_s
 
 /* ------------------------------------------------------ domain level -- */
 
-/* A domain's store, mapped, with its clocks: what nfsl_ckpt_write and
- * nfsl_ckpt_import take. */
-struct dstore {
-	struct nfsl_ckpt_store st;
-	size_t len;
-	int tcursor_fd;
-};
-
-static void dstore_close(struct dstore *ds)
+void nfsl_ckpt_dstore_close(struct nfsl_ckpt_dstore *ds)
 {
 	if (ds->st.slots)
 		munmap(ds->st.slots, ds->len);
@@ -553,7 +556,14 @@ static void dstore_close(struct dstore *ds)
 	ds->tcursor_fd = -1;
 }
 
-static int dstore_open(struct dstore *ds, const struct nfsl_domain *d, char *err, size_t errlen)
+int nfsl_ckpt_dstore_clocks(struct nfsl_ckpt_dstore *ds)
+{
+	return nfsl_ckpt_clocks(&ds->d->cfg, ds->d->cursor_fd, ds->tcursor_fd, ds->st.seq,
+				ds->st.tseq);
+}
+
+int nfsl_ckpt_dstore_open(struct nfsl_ckpt_dstore *ds, const struct nfsl_domain *d, char *err,
+			  size_t errlen)
 {
 	char path[PATH_MAX + 32];
 	__u32 n = nseq_of(&d->cfg);
@@ -562,6 +572,7 @@ static int dstore_open(struct dstore *ds, const struct nfsl_domain *d, char *err
 
 	memset(ds, 0, sizeof(*ds));
 	ds->tcursor_fd = -1;
+	ds->d = d;
 	ds->st.cfg = &d->cfg;
 	ds->len = (size_t)d->cfg.slots * sizeof(struct nfsl_slot);
 	m = mmap(NULL, ds->len, PROT_READ | PROT_WRITE, MAP_SHARED, d->store_fd, 0);
@@ -571,16 +582,16 @@ static int dstore_open(struct dstore *ds, const struct nfsl_domain *d, char *err
 	ds->st.seq = calloc(n, sizeof(__u32));
 	ds->st.tseq = d->cfg.ntenants ? calloc((size_t)n * NFSL_MAX_TENANTS, sizeof(__u32)) : NULL;
 	if (!ds->st.seq || (d->cfg.ntenants && !ds->st.tseq)) {
-		dstore_close(ds);
+		nfsl_ckpt_dstore_close(ds);
 		return nfsl_errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (d->cfg.ntenants) {
 		snprintf(path, sizeof(path), "%s/%s", d->dir, NFSL_PIN_TENANT_CURSOR);
 		ds->tcursor_fd = bpf_obj_get(path); /* -1: an older domain, zeros */
 	}
-	rc = nfsl_ckpt_clocks(&d->cfg, d->cursor_fd, ds->tcursor_fd, ds->st.seq, ds->st.tseq);
+	rc = nfsl_ckpt_dstore_clocks(ds);
 	if (rc) {
-		dstore_close(ds);
+		nfsl_ckpt_dstore_close(ds);
 		return nfsl_errf(err, errlen, rc, "cannot read the allocation cursors: %s",
 				 strerror(-rc));
 	}
@@ -591,7 +602,7 @@ int nfsl_ckpt_save_fd(const char *dir, int fd, struct nfsl_ckpt_result *res, cha
 		      size_t errlen)
 {
 	struct nfsl_domain d;
-	struct dstore ds;
+	struct nfsl_ckpt_dstore ds;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -599,10 +610,10 @@ int nfsl_ckpt_save_fd(const char *dir, int fd, struct nfsl_ckpt_result *res, cha
 	if (rc)
 		return nfsl_errf(err, errlen, rc, "cannot open the domain at %s: %s", dir,
 				 strerror(-rc));
-	rc = dstore_open(&ds, &d, err, errlen);
+	rc = nfsl_ckpt_dstore_open(&ds, &d, err, errlen);
 	if (!rc) {
 		rc = nfsl_ckpt_write(&ds.st, fd, res, err, errlen);
-		dstore_close(&ds);
+		nfsl_ckpt_dstore_close(&ds);
 	}
 	nfsl_domain_close(&d);
 	return rc;
@@ -687,7 +698,7 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 	struct nfsl_ckpt_clock now;
 	struct nfsl_ckpt_img img;
 	struct nfsl_domain d;
-	struct dstore ds = { .tcursor_fd = -1 };
+	struct nfsl_ckpt_dstore ds = { .tcursor_fd = -1 };
 	const void *buf = NULL;
 	__u32 busy, zero = 0;
 	size_t size = 0;
@@ -731,7 +742,7 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 			nfsl_errf(err, errlen, rc, "cannot read the store: %s", strerror(-rc));
 		goto out;
 	}
-	rc = dstore_open(&ds, &d, err, errlen);
+	rc = nfsl_ckpt_dstore_open(&ds, &d, err, errlen);
 	if (rc)
 		goto out;
 	nfsl_ckpt_clock_now(&now);
@@ -752,50 +763,10 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 	}
 	res->bytes = size;
 out:
-	dstore_close(&ds);
+	nfsl_ckpt_dstore_close(&ds);
 	nfsl_domain_close(&d);
 out_unlock:
 	close(lock);
 	nfsl_ckpt_unmap(buf, size);
-	return rc;
-}
-
-int nfsl_ckpt_import_live(const char *dir, const struct nfsl_ckpt_img *img,
-			  struct nfsl_ckpt_ref *refs, struct nfsl_ckpt_result *res, char *err,
-			  size_t errlen)
-{
-	struct nfsl_ckpt_clock now;
-	struct nfsl_domain d;
-	struct dstore ds = { .tcursor_fd = -1 };
-	__u32 zero = 0;
-	int rc, lock;
-
-	memset(res, 0, sizeof(*res));
-	lock = nfsl_domains_lock();
-	if (lock < 0)
-		return nfsl_errf(err, errlen, lock, "cannot lock %s: %s", NFSL_LOCK_FILE,
-				 strerror(-lock));
-	rc = nfsl_domain_open_dir(&d, dir);
-	if (rc) {
-		nfsl_errf(err, errlen, rc, "cannot open the domain at %s: %s", dir, strerror(-rc));
-		goto out_unlock;
-	}
-	rc = dstore_open(&ds, &d, err, errlen);
-	if (rc)
-		goto out;
-	nfsl_ckpt_clock_now(&now);
-	nfsl_ckpt_import(img, &ds.st, &now, NFSL_CKPT_LIVE, refs, res);
-	/* key_old in, the flag as it was: nothing verifies under it yet. */
-	memcpy(d.cfg.key_old, img->cfg.key, sizeof(d.cfg.key_old));
-	d.cfg.cfg_gen++;
-	if (bpf_map_update_elem(d.config_fd, &zero, &d.cfg, BPF_ANY))
-		rc = nfsl_errf(err, errlen, -errno, "cannot write the configuration: %s",
-			       strerror(errno));
-	res->bytes = img->size;
-	dstore_close(&ds);
-out:
-	nfsl_domain_close(&d);
-out_unlock:
-	close(lock);
 	return rc;
 }

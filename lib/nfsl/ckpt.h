@@ -16,10 +16,12 @@
  *   __u32 tseq[ntseq]        each tenant's clock in each partition
  *                            (partition x NFSL_MAX_TENANTS + tenant; none
  *                            without tenants)
- *   __u32 gen[ngen]          every slot's generation, busy or free
  *   zero padding to 8 bytes
  *   records[nslots]          every busy slot: struct nfsl_ckpt_rec, then
  *                            its len payload bytes, zero-padded to 8
+ *   __u32 gen[ngen]          every slot's generation, busy or free (last:
+ *                            gathered in the same pass as the records)
+ *   zero padding to 8 bytes
  * The CRC-32 (zlib) covers the whole image with the crc field zero.
  * Version 1 (fixed 2056-byte records holding the payload's age, no clock
  * reference, no generations, no tenant clocks) is still read.
@@ -245,15 +247,25 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 		      char *err, size_t errlen);
 
 /*
- * nfsl_ckpt_import_live - copy-mode migration: import @img into the live
- * domain at @dir (NFSL_CKPT_LIVE: it keeps its key; every index must lie
- * in its store) under the host-wide lock, and write the image's key as
- * the domain's key_old, NFSL_CFG_KEY_OLD left as it was (the caller sets
- * it: nothing verifies under key_old before). @refs as nfsl_ckpt_import.
- * Returns 0 or -errno, the message in @err.
+ * A domain's store mapped read-write, with its clocks, for
+ * nfsl_ckpt_write and nfsl_ckpt_import (a migration maps both stores
+ * before it stops the old slicer: mapping 128 MiB takes milliseconds).
+ * nfsl_ckpt_dstore_open - map the store of open domain @d (which must stay
+ * open while it is used) and read its clocks. Returns 0 or -errno, the
+ * message in @err.
+ * nfsl_ckpt_dstore_clocks - read the clocks again (after the slicer
+ * stopped: they are what the ages are measured on). Returns 0 or -errno.
  */
-int nfsl_ckpt_import_live(const char *dir, const struct nfsl_ckpt_img *img,
-			  struct nfsl_ckpt_ref *refs, struct nfsl_ckpt_result *res, char *err,
+struct nfsl_ckpt_dstore {
+	struct nfsl_ckpt_store st;
+	const struct nfsl_domain *d;
+	size_t len;     /* bytes mapped */
+	int tcursor_fd; /* the tenant cursor map, -1 without */
+};
+
+int nfsl_ckpt_dstore_open(struct nfsl_ckpt_dstore *ds, const struct nfsl_domain *d, char *err,
 			  size_t errlen);
+int nfsl_ckpt_dstore_clocks(struct nfsl_ckpt_dstore *ds);
+void nfsl_ckpt_dstore_close(struct nfsl_ckpt_dstore *ds);
 
 #endif /* NFSL_CKPT_H */
