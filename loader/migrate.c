@@ -308,28 +308,27 @@ static void follow_imports(struct nfsl_slot *news, const struct nfsl_slot *olds,
 			   struct nfsl_ckpt_ref *refs, __u32 n, __u64 t_start, __u32 wait_ms,
 			   __u64 ttl_ns, struct follow *f)
 {
-	__u32 pending = n;
+	__u32 pending = n; /* refs[0, pending): not done yet */
 
 	for (;;) {
 		__u64 now = nfsl_now_ns();
 		bool last = now - t_start >= (__u64)wait_ms * 1000000;
 
-		for (__u32 k = 0; k < n; k++) {
+		for (__u32 k = 0; k < pending;) {
 			struct nfsl_ckpt_ref *r = &refs[k];
 			struct nfsl_slot *s = &news[r->index];
 			__u32 *why;
 
-			if (!r->gen)
-				continue; /* done */
 			if (!nfsl_slot_busy(s, r->gen)) {
 				why = &f->spliced;
 			} else if (!nfsl_slot_busy((struct nfsl_slot *)&olds[r->index], r->gen)) {
 				why = &f->stale;
-			} else if (ttl_ns && now - r->parked_ns >= ttl_ns && now > r->parked_ns) {
+			} else if (ttl_ns && now > r->parked_ns && now - r->parked_ns >= ttl_ns) {
 				why = &f->expired;
 			} else if (last) {
 				why = &f->left;
 			} else {
+				k++;
 				continue;
 			}
 			if (why != &f->spliced) {
@@ -341,8 +340,7 @@ static void follow_imports(struct nfsl_slot *news, const struct nfsl_slot *olds,
 					why = &f->raced;
 			}
 			(*why)++;
-			r->gen = 0;
-			pending--;
+			*r = refs[--pending]; /* done: the last pending one here */
 		}
 		if (!pending || last)
 			return;
