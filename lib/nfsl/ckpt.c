@@ -18,7 +18,8 @@
 #include "nfsl_store.h"
 #include "util.h"
 
-/* Version 1's header: the fields up to pad, then its configuration. */
+/* Version 1's header: the fields up to flags (its pad, 0), then its
+ * configuration. */
 #define HDR_V1_FIXED offsetof(struct nfsl_ckpt_hdr, clock)
 /* The oldest configuration an image may carry: up to the key. */
 #define CFG_MIN offsetof(struct nfsl_config, ifaces)
@@ -139,6 +140,7 @@ int nfsl_ckpt_clocks(const struct nfsl_config *cfg, int cursor_fd, int tcursor_f
 struct wbuf {
 	int fd;
 	int err;
+	bool nocrc;
 	size_t n;
 	__u64 bytes;
 	uLong crc;
@@ -169,7 +171,8 @@ static void wput(struct wbuf *w, const void *data, size_t len)
 {
 	const char *p = data;
 
-	w->crc = crc32(w->crc, data, len);
+	if (!w->nocrc)
+		w->crc = crc32(w->crc, data, len);
 	w->bytes += len;
 	while (len && !w->err) {
 		size_t k = sizeof(w->buf) - w->n < len ? sizeof(w->buf) - w->n : len;
@@ -191,8 +194,8 @@ static void wpad8(struct wbuf *w)
 		wput(w, zero, 8 - w->bytes % 8);
 }
 
-int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, struct nfsl_ckpt_result *res,
-		    char *err, size_t errlen)
+int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, unsigned int flags,
+		    struct nfsl_ckpt_result *res, char *err, size_t errlen)
 {
 	const struct nfsl_config *cfg = st->cfg;
 	struct nfsl_ckpt_hdr h = { .version = NFSL_CKPT_VERSION, .hdr_size = sizeof(h),
@@ -216,6 +219,9 @@ int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, struct nfsl_ckpt_r
 	}
 	w->fd = fd;
 	w->crc = crc32(0, NULL, 0);
+	w->nocrc = flags & NFSL_CKPT_NOCRC;
+	if (w->nocrc)
+		h.flags |= NFSL_CKPT_F_NOCRC;
 	/* The clock reference before the first slot is read: a payload
 	 * parked during the copy is at most that much younger. */
 	nfsl_ckpt_clock_now(&h.clock);
@@ -262,14 +268,17 @@ int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, struct nfsl_ckpt_r
 	wpad8(w);
 	wflush(w);
 	if (w->err) {
-		rc = nfsl_errf(err, errlen, w->err, "cannot write the image: %s", strerror(-w->err));
+		rc = nfsl_errf(err, errlen, w->err, "cannot write the image: %s",
+			       strerror(-w->err));
 		goto out;
 	}
 	/* The CRC covers the header (crc field 0, final counts) and the body. */
 	h.nslots = res->saved;
 	h.body_size = w->bytes;
-	crc = crc32(0, (const Bytef *)&h, sizeof(h));
-	h.crc32 = crc32_combine(crc, w->crc, (z_off_t)w->bytes);
+	if (!w->nocrc) {
+		crc = crc32(0, (const Bytef *)&h, sizeof(h));
+		h.crc32 = crc32_combine(crc, w->crc, (z_off_t)w->bytes);
+	}
 	if (pwrite(fd, &h, sizeof(h), 0) != sizeof(h)) {
 		rc = nfsl_errf(err, errlen, -errno, "cannot write the image: %s", strerror(errno));
 		goto out;
@@ -308,8 +317,8 @@ static uLong image_crc(const char *buf, size_t size)
 	return crc32(crc, (const Bytef *)buf + off + 4, size - off - 4);
 }
 
-int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, char *err,
-		    size_t errlen)
+int nfsl_ckpt_parse(const void *vbuf, size_t size, unsigned int flags, struct nfsl_ckpt_img *img,
+		    char *err, size_t errlen)
 {
 	const char *buf = vbuf, *p, *end = buf + size;
 	struct nfsl_ckpt_hdr h;
@@ -333,7 +342,12 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, ch
 			   (size_t)CFG_MIN, sizeof(struct nfsl_config));
 	if (size < h.hdr_size)
 		return bad(err, errlen, "truncated (%zu bytes, a header of %u)", size, h.hdr_size);
-	crc = image_crc(buf, size);
+	if (h.flags & ~NFSL_CKPT_F_NOCRC)
+		return bad(err, errlen, "of unknown flags %#x", h.flags);
+	if ((h.flags & NFSL_CKPT_F_NOCRC) && !(flags & NFSL_CKPT_TRUSTED))
+		return bad(err, errlen, "an image without CRC (a migration's, in memory): "
+			   "not a checkpoint file");
+	crc = h.flags & NFSL_CKPT_F_NOCRC ? 0 : image_crc(buf, size);
 	if (crc != h.crc32)
 		return bad(err, errlen, "corrupt (CRC-32 %08lx, expected %08x)", crc, h.crc32);
 	if (h.version == 2)
@@ -352,8 +366,8 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, ch
 	p = buf + h.hdr_size;
 	if (h.version == 1) {
 		img->clock.real_ns = h.taken_ns;
-		if ((size - h.hdr_size) != (size_t)h.nseq * 4 +
-						    (size_t)h.nslots * sizeof(struct nfsl_ckpt_slot_v1))
+		if (size - h.hdr_size != (size_t)h.nseq * 4 + (size_t)h.nslots *
+							sizeof(struct nfsl_ckpt_slot_v1))
 			return bad(err, errlen, "truncated or too long for %u slots", h.nslots);
 		img->seq = (const __u32 *)p;
 		img->recs = p + (size_t)h.nseq * 4;
@@ -362,7 +376,8 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, ch
 		img->ntseq = h.ntseq;
 		img->ngen = h.ngen;
 		if (h.ntseq && h.ntseq != h.nseq * NFSL_MAX_TENANTS)
-			return bad(err, errlen, "%u tenant clocks for %u partitions", h.ntseq, h.nseq);
+			return bad(err, errlen, "%u tenant clocks for %u partitions", h.ntseq,
+				   h.nseq);
 		if (h.ngen > img->cfg.slots)
 			return bad(err, errlen, "%u generations for %u slots", h.ngen,
 				   img->cfg.slots);
@@ -383,13 +398,16 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, struct nfsl_ckpt_img *img, ch
 			struct nfsl_ckpt_rec r;
 
 			if ((size_t)(end - p) < sizeof(r))
-				return bad(err, errlen, "truncated in record %u of %u", k, h.nslots);
+				return bad(err, errlen, "truncated in record %u of %u", k,
+					   h.nslots);
 			memcpy(&r, p, sizeof(r));
 			if (r.len > NFSL_PAYLOAD_MAX)
-				return bad(err, errlen, "record %u holds %u payload bytes (at most %u)",
-					   k, r.len, NFSL_PAYLOAD_MAX);
+				return bad(err, errlen,
+					   "record %u holds %u payload bytes (at most %u)", k,
+					   r.len, NFSL_PAYLOAD_MAX);
 			if ((size_t)(end - p) < ALIGN8(sizeof(r) + r.len))
-				return bad(err, errlen, "truncated in record %u of %u", k, h.nslots);
+				return bad(err, errlen, "truncated in record %u of %u", k,
+					   h.nslots);
 			p += ALIGN8(sizeof(r) + r.len);
 		}
 		if (p != end)
@@ -612,7 +630,7 @@ int nfsl_ckpt_save_fd(const char *dir, int fd, struct nfsl_ckpt_result *res, cha
 				 strerror(-rc));
 	rc = nfsl_ckpt_dstore_open(&ds, &d, err, errlen);
 	if (!rc) {
-		rc = nfsl_ckpt_write(&ds.st, fd, res, err, errlen);
+		rc = nfsl_ckpt_write(&ds.st, fd, 0, res, err, errlen);
 		nfsl_ckpt_dstore_close(&ds);
 	}
 	nfsl_domain_close(&d);
@@ -682,7 +700,7 @@ static int load_file(const char *path, const void **buf, size_t *size,
 	close(fd);
 	if (rc)
 		return rc;
-	rc = nfsl_ckpt_parse(*buf, *size, img, why, sizeof(why));
+	rc = nfsl_ckpt_parse(*buf, *size, 0, img, why, sizeof(why));
 	if (rc) {
 		nfsl_ckpt_unmap(*buf, *size);
 		*buf = NULL;

@@ -62,7 +62,7 @@ struct nfsl_ckpt_hdr {
 	__u32 nslots;    /* busy slots saved (records) */
 	__u64 taken_ns;  /* CLOCK_REALTIME when taken */
 	__u32 crc32;
-	__u32 pad;
+	__u32 flags;     /* NFSL_CKPT_F_* (version 1: 0) */
 	/* Version 2 from here; version 1 has cfg here. */
 	struct nfsl_ckpt_clock clock; /* when taken: the records' parked_ns
 				       * are on clock.mono_ns's clock */
@@ -71,6 +71,17 @@ struct nfsl_ckpt_hdr {
 	__u64 body_size; /* bytes after the header */
 	struct nfsl_config cfg;
 };
+
+/* Header flags. */
+/* No CRC (crc32 is 0): an image a migration writes to memory and reads
+ * back in the same process (nothing between them to corrupt it; computing
+ * and checking it would add ~40 ms at 64k payloads to the unsliced
+ * window). Never in a file: nfsl_ckpt_parse refuses it unless trusted. */
+#define NFSL_CKPT_F_NOCRC 0x1
+
+/* nfsl_ckpt_write and nfsl_ckpt_parse flags. */
+#define NFSL_CKPT_NOCRC 0x1   /* write: no CRC (NFSL_CKPT_F_NOCRC) */
+#define NFSL_CKPT_TRUSTED 0x2 /* parse: accept an image without CRC */
 
 /* One busy slot of a version 2 image; its len payload bytes follow. */
 struct nfsl_ckpt_rec {
@@ -175,20 +186,21 @@ int nfsl_ckpt_clocks(const struct nfsl_config *cfg, int cursor_fd, int tcursor_f
 
 /*
  * nfsl_ckpt_write - write an image of store @st to @fd (from its start;
- * a file or a memfd). Reads each busy slot's control word before and
- * after its copy (traffic may flow). Returns 0, or -errno with a message
- * in @err.
+ * a file or a memfd), with a CRC unless @flags has NFSL_CKPT_NOCRC. Reads
+ * each busy slot's control word before and after its copy (traffic may
+ * flow). Returns 0, or -errno with a message in @err.
  */
-int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, struct nfsl_ckpt_result *res,
-		    char *err, size_t errlen);
+int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, unsigned int flags,
+		    struct nfsl_ckpt_result *res, char *err, size_t errlen);
 
 /*
  * nfsl_ckpt_parse - check the image @buf of @size bytes (magic, version 1
- * or 2, struct sizes, CRC-32, lengths, every record in bounds) and lay it
- * open in @img. Returns 0, or -EBADMSG with a message in @err.
+ * or 2, struct sizes, CRC-32 (an image without one only with
+ * NFSL_CKPT_TRUSTED in @flags), lengths, every record in bounds) and lay
+ * it open in @img. Returns 0, or -EBADMSG with a message in @err.
  */
-int nfsl_ckpt_parse(const void *buf, size_t size, struct nfsl_ckpt_img *img, char *err,
-		    size_t errlen);
+int nfsl_ckpt_parse(const void *buf, size_t size, unsigned int flags, struct nfsl_ckpt_img *img,
+		    char *err, size_t errlen);
 
 /* nfsl_ckpt_next - the record at *@pos (start with img->recs) into @it,
  * *@pos moved to the next; only for the img->nrecs records parsed. */

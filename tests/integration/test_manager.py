@@ -38,8 +38,9 @@ import urllib.request
 import pytest
 
 import nftap
-from nfload import (FILE_BYTES, HTTP_PORT, NFSLICED, PORT, RAW_SEND, RECV, SEND,
-                    SIZE, Daemon, finish, pcap_frames, scrape, udp_endpoints)
+from nfload import (FILE_BYTES, HTTP_PORT, NFSLICED, PORT, RAW_SEND, RECV,
+                    SEND, SIZE, Daemon, finish, pcap_frames, scrape,
+                    udp_endpoints)
 from nfrig import BPFFS, NFSLICE, PY, describe, must, name, poll, run, settle
 
 DOMAIN = "mgr"

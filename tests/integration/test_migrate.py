@@ -136,7 +136,8 @@ def test_migrate_under_traffic(nicrig, tmp_path, mode):
               f"{(time.monotonic() - t_release) * 1e3:.0f} ms before it ended")
         nic = lambda: lab.stats("nic", DOMAIN)  # noqa: E731
         s0 = nic()["sliced"]
-        poll(lambda: nic()["sliced"] >= s0 + 2000, 10, "2000 sliced on the NIC")
+        poll(lambda: nic()["sliced"] >= s0 + 2000, 10,
+             "2000 sliced on the NIC")
         assert load.downloading(), "the download ended before the migration"
         res = load.finish()
     out_held, _ = recv.communicate(timeout=20)

@@ -54,11 +54,11 @@ static void image_take(const struct nfsl_ckpt_store *st, struct image *im)
 
 	im->fd = memfd_create("test-image", MFD_CLOEXEC);
 	cr_assert_geq(im->fd, 0);
-	cr_assert_eq(nfsl_ckpt_write(st, im->fd, &im->res, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(nfsl_ckpt_write(st, im->fd, 0, &im->res, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(nfsl_ckpt_map(im->fd, "image", &im->buf, &im->size, err, sizeof(err)), 0,
 		     "%s", err);
 	cr_assert_eq(im->size, im->res.bytes);
-	cr_assert_eq(nfsl_ckpt_parse(im->buf, im->size, &im->img, err, sizeof(err)), 0, "%s",
+	cr_assert_eq(nfsl_ckpt_parse(im->buf, im->size, 0, &im->img, err, sizeof(err)), 0, "%s",
 		     err);
 }
 
@@ -496,7 +496,7 @@ Test(ckpt, version1)
 	crc = crc32(0, (const Bytef *)buf, size);
 	h.crc32 = crc;
 	memcpy(buf, &h, fixed);
-	cr_assert_eq(nfsl_ckpt_parse(buf, size, &img, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(nfsl_ckpt_parse(buf, size, 0, &img, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(img.version, 1);
 	cr_expect_eq(img.cfg.key[0], 42);
 	cr_expect_eq(img.cfg.key_old[0], 0);
@@ -510,11 +510,11 @@ Test(ckpt, version1)
 		  (unsigned long long)now.mono_ns);
 	/* Corrupt, truncated, not one. */
 	buf[size - 3] ^= 1;
-	cr_expect_eq(nfsl_ckpt_parse(buf, size, &img, err, sizeof(err)), -EBADMSG);
+	cr_expect_eq(nfsl_ckpt_parse(buf, size, 0, &img, err, sizeof(err)), -EBADMSG);
 	cr_expect(strstr(err, "corrupt"), "%s", err);
 	buf[size - 3] ^= 1;
-	cr_expect_eq(nfsl_ckpt_parse(buf, size - 8, &img, err, sizeof(err)), -EBADMSG);
-	cr_expect_eq(nfsl_ckpt_parse("hello", 5, &img, err, sizeof(err)), -EBADMSG);
+	cr_expect_eq(nfsl_ckpt_parse(buf, size - 8, 0, &img, err, sizeof(err)), -EBADMSG);
+	cr_expect_eq(nfsl_ckpt_parse("hello", 5, 0, &img, err, sizeof(err)), -EBADMSG);
 	cr_expect(strstr(err, "not an nfslice checkpoint"), "%s", err);
 	free(buf);
 	free(dst);
@@ -542,10 +542,21 @@ Test(ckpt, version2_checked)
 	for (size_t i = 0; i < im.size; i += 7) {
 		memcpy(copy, im.buf, im.size);
 		copy[i] ^= 0x10;
-		cr_expect_eq(nfsl_ckpt_parse(copy, im.size, &img, err, sizeof(err)), -EBADMSG,
+		cr_expect_eq(nfsl_ckpt_parse(copy, im.size, 0, &img, err, sizeof(err)), -EBADMSG,
 			     "byte %zu flipped, accepted", i);
 	}
 	free(copy);
+	image_drop(&im);
+	/* A migration's image in memory has no CRC: refused as a file, read
+	 * when the caller trusts it. */
+	im.fd = memfd_create("test-image", MFD_CLOEXEC);
+	cr_assert_eq(nfsl_ckpt_write(&ss, im.fd, NFSL_CKPT_NOCRC, &im.res, err, sizeof(err)), 0);
+	cr_assert_eq(nfsl_ckpt_map(im.fd, "image", &im.buf, &im.size, err, sizeof(err)), 0);
+	cr_expect_eq(nfsl_ckpt_parse(im.buf, im.size, 0, &img, err, sizeof(err)), -EBADMSG);
+	cr_expect(strstr(err, "without CRC"), "%s", err);
+	cr_expect_eq(nfsl_ckpt_parse(im.buf, im.size, NFSL_CKPT_TRUSTED, &img, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(img.nrecs, 2);
 	image_drop(&im);
 	free(src);
 }
