@@ -120,15 +120,50 @@ static int sub(const char *ns, char *const argv[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The threshold of the domain at @dir, in place (cfg.h): a map write,
- * so the switch between the instances takes microseconds. */
-static int set_threshold(const char *dir, __u32 threshold)
+/* A configuration change of the domain at @dir (cfg.h), under the
+ * host-wide lock: *@lock when it is held (>= 0: the switch takes it once,
+ * so that no other session's command waits between its writes), else
+ * taken for the write. */
+static int cfg_write(const char *dir, const int *lock, nfsl_config_fn change, const void *arg)
 {
-	struct nfsl_cfg_change c = { .has_threshold = true, .threshold = threshold };
 	char err[256];
-	int rc = nfsl_config_change(dir, &c, NULL, NULL, err, sizeof(err));
+	int rc = lock && *lock >= 0 ?
+			 nfsl_config_update_locked(dir, NULL, change, arg, NULL, err, sizeof(err)) :
+			 nfsl_config_update(dir, NULL, change, arg, NULL, err, sizeof(err));
 
 	return rc ? nfsl_err("%s: %s", dir, *err ? err : strerror(-rc)) : 0;
+}
+
+static int apply_threshold(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
+{
+	d->cfg.threshold = *(const __u32 *)arg;
+	return 0;
+}
+
+/* The threshold of the domain at @dir, in place: a map write, so the
+ * switch between the instances takes microseconds. */
+static int set_threshold(const char *dir, const int *lock, __u32 threshold)
+{
+	return cfg_write(dir, lock, apply_threshold, &threshold);
+}
+
+/* Take the host-wide lock for the switch; the ns waited into *@wait_ns. */
+static int switch_lock(__u64 *wait_ns)
+{
+	__u64 t0 = nfsl_now_ns();
+	int lock = nfsl_domains_lock();
+
+	*wait_ns = nfsl_now_ns() - t0;
+	if (lock < 0)
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+	return lock;
+}
+
+static void switch_unlock(int *lock)
+{
+	if (*lock >= 0)
+		close(*lock);
+	*lock = -1;
 }
 
 /* Pin directory of domain @name in the namespace @ns opens. */
@@ -172,12 +207,9 @@ static int apply_key_old(struct nfsl_domain *d, const void *arg, char *err, size
 	return 0;
 }
 
-static int key_old_write(const char *dir, const struct key_old_change *c)
+static int key_old_write(const char *dir, const int *lock, const struct key_old_change *c)
 {
-	char err[256];
-	int rc = nfsl_config_update(dir, NULL, apply_key_old, c, NULL, err, sizeof(err));
-
-	return rc ? nfsl_err("%s: %s", dir, *err ? err : strerror(-rc)) : 0;
+	return cfg_write(dir, lock, apply_key_old, c);
 }
 
 /* What the steps share: the old domain, the target, the attach command. */
@@ -220,25 +252,33 @@ static int run_drain(struct mig *m)
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
 	struct json_writer jw;
-	__u64 t_stop, t_start, t_drained, t_end, waited = 0;
+	__u64 t_stop, t_start, t_drained, t_end, waited = 0, lock_ns;
 	__u32 busy = 0, busy0 = 0;
+	int lock;
 
 	if (attach_new(m))
 		return -1;
-	/* 2. The old one stops slicing; 3. the new one starts. */
+	/* 2. The old one stops slicing; 3. the new one starts: both under one
+	 * hold of the lock. */
+	lock = switch_lock(&lock_ns);
+	if (lock < 0)
+		return -1;
 	t_stop = nfsl_now_ns();
-	if (set_threshold(d->dir, HOLD_THRESHOLD)) {
+	if (set_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
+		switch_unlock(&lock);
 		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
 			 "detach the new one in %s", o->to);
 		return -1;
 	}
-	if (set_threshold(m->tdir, d->cfg.threshold)) {
+	if (set_threshold(m->tdir, &lock, d->cfg.threshold)) {
+		switch_unlock(&lock);
 		nfsl_err("starting the new instance failed: the old one splices what it parked "
 			 "and slices nothing; set its threshold back (nfslice set --threshold %u)",
 			 d->cfg.threshold);
 		return -1;
 	}
 	t_start = nfsl_now_ns();
+	switch_unlock(&lock);
 	nfsl_domain_busy_slots(d, &busy0);
 	/* 4. The old splicer drains what the old slicer parked. */
 	for (;;) {
@@ -274,7 +314,9 @@ static int run_drain(struct mig *m)
 	jsonw_uint_field(&jw, "busy_at_switch", busy0);
 	jsonw_uint_field(&jw, "busy_left", busy);
 	jsonw_uint_field(&jw, "total_ns", t_end - m->t0);
-	/* The phases: new instance attached, drained, old one detached. */
+	/* The phases: new instance attached (and the lock waited for),
+	 * drained, old one detached. */
+	jsonw_uint_field(&jw, "lock_wait_ns", lock_ns);
 	jsonw_uint_field(&jw, "attach_ns", t_stop - m->t0);
 	jsonw_uint_field(&jw, "drain_ns", t_drained - t_start);
 	jsonw_uint_field(&jw, "detach_ns", t_end - t_drained);
@@ -369,10 +411,11 @@ static void prealloc(int memfd, const struct nfsl_ckpt_dstore *ods)
 
 /* Undo a copy that did not complete: the old instance slices again, the
  * new one goes (it sliced nothing). */
-static void copy_rollback(struct mig *m, const char *why)
+static void copy_rollback(struct mig *m, int *lock, const char *why)
 {
-	int bad = set_threshold(m->d.dir, m->d.cfg.threshold);
+	int bad = set_threshold(m->d.dir, lock, m->d.cfg.threshold);
 
+	switch_unlock(lock); /* the detach takes it */
 	bad |= sub(m->ns, (char *const[]){ "detach", "--name", m->o->name, NULL });
 	nfsl_err("%s; %s", why,
 		 bad ? "rolling back failed too (above): check both instances" :
@@ -395,8 +438,8 @@ static int run_copy(struct mig *m)
 	const void *buf = NULL;
 	char err[1024];
 	size_t size = 0;
-	__u64 t_stop, t_saved, t_imported, t_start, t_detached, t_end;
-	int memfd = -1, rc = -1, detach_rc;
+	__u64 t_stop, t_saved, t_imported, t_start, t_detached, t_end, lock_ns = 0;
+	int memfd = -1, rc = -1, detach_rc, lock = -1;
 
 	if (attach_new(m))
 		return -1;
@@ -415,9 +458,14 @@ static int run_copy(struct mig *m)
 		goto out;
 	}
 	prealloc(memfd, &ods);
-	/* 2. The old slicer stops; what it was parking settles. */
+	/* 2. The old slicer stops; what it was parking settles. The lock is
+	 * held from here until the new instance slices: no other session's
+	 * command waits inside the unsliced window. */
+	lock = switch_lock(&lock_ns);
+	if (lock < 0)
+		goto out;
 	t_stop = nfsl_now_ns();
-	if (set_threshold(d->dir, HOLD_THRESHOLD)) {
+	if (set_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
 		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
 			 "detach the new one in %s", o->to);
 		goto out;
@@ -429,7 +477,7 @@ static int run_copy(struct mig *m)
 	    nfsl_ckpt_write(&ods.st, memfd, NFSL_CKPT_NOCRC, &saved, err, sizeof(err)) ||
 	    nfsl_ckpt_map(memfd, "the image", &buf, &size, err, sizeof(err)) ||
 	    nfsl_ckpt_parse(buf, size, NFSL_CKPT_TRUSTED, &img, err, sizeof(err))) {
-		copy_rollback(m, *err ? err : "cannot read the old instance's cursors");
+		copy_rollback(m, &lock, *err ? err : "cannot read the old instance's cursors");
 		goto out;
 	}
 	t_saved = nfsl_now_ns();
@@ -437,23 +485,24 @@ static int run_copy(struct mig *m)
 	 * the old key as its key_old, not yet honoured. */
 	refs = calloc(img.nrecs + 1, sizeof(*refs));
 	if (!refs || nfsl_ckpt_dstore_clocks(&nds) || nfsl_ckpt_clock_now(&now)) {
-		copy_rollback(m, "cannot read the new instance's cursors or the clock");
+		copy_rollback(m, &lock, "cannot read the new instance's cursors or the clock");
 		goto out;
 	}
 	nfsl_ckpt_import(&img, &nds.st, &now, NFSL_CKPT_LIVE, refs, &imp);
 	memcpy(kc.key, img.cfg.key, sizeof(kc.key));
-	if (key_old_write(m->tdir, &kc)) {
-		copy_rollback(m, "writing the old key into the new instance failed");
+	if (key_old_write(m->tdir, &lock, &kc)) {
+		copy_rollback(m, &lock, "writing the old key into the new instance failed");
 		goto out;
 	}
 	t_imported = nfsl_now_ns();
 	/* 5. The new instance slices and honours both keys. */
-	if (key_old_write(m->tdir, &(struct key_old_change){ .start = true,
-							      .threshold = d->cfg.threshold })) {
-		copy_rollback(m, "starting the new instance failed");
+	if (key_old_write(m->tdir, &lock, &(struct key_old_change){
+						  .start = true, .threshold = d->cfg.threshold })) {
+		copy_rollback(m, &lock, "starting the new instance failed");
 		goto out;
 	}
 	t_start = nfsl_now_ns();
+	switch_unlock(&lock);
 	/* 6. The old node leaves the return path at once. Its store stays
 	 * mapped here: it tells which copies the old splicer made stale. */
 	detach_rc = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
@@ -465,8 +514,8 @@ static int run_copy(struct mig *m)
 	 * old key is forgotten: cleared first, wiped once nothing reads it. */
 	follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
 		       (__u64)d->cfg.ttl_us * 1000, &f);
-	if (key_old_write(m->tdir, &(struct key_old_change){ .clear = true }) ||
-	    key_old_write(m->tdir, &(struct key_old_change){ .wipe = true })) {
+	if (key_old_write(m->tdir, NULL, &(struct key_old_change){ .clear = true }) ||
+	    key_old_write(m->tdir, NULL, &(struct key_old_change){ .wipe = true })) {
 		nfsl_err("clearing the old key failed: the new instance still honours it "
 			 "(harmless; detach and attach to drop it)");
 		goto out;
@@ -502,8 +551,10 @@ static int run_copy(struct mig *m)
 	jsonw_uint_field(&jw, "expired", f.expired);
 	jsonw_uint_field(&jw, "busy_left", f.left + f.raced);
 	jsonw_uint_field(&jw, "total_ns", t_end - m->t0);
-	/* The phases: new instance attached; old stopped .. image taken;
-	 * imported; old detached; the old key honoured. */
+	/* The phases: new instance attached (and the lock waited for); old
+	 * stopped .. image taken; imported; old detached; the old key
+	 * honoured. */
+	jsonw_uint_field(&jw, "lock_wait_ns", lock_ns);
 	jsonw_uint_field(&jw, "attach_ns", t_stop - m->t0);
 	jsonw_uint_field(&jw, "export_ns", t_saved - t_stop);
 	jsonw_uint_field(&jw, "import_ns", t_imported - t_saved);
@@ -511,6 +562,7 @@ static int run_copy(struct mig *m)
 	jsonw_uint_field(&jw, "key_old_ns", t_end - t_start);
 	jsonw_end_object(&jw);
 out:
+	switch_unlock(&lock);
 	free(refs);
 	nfsl_ckpt_unmap(buf, size);
 	if (memfd >= 0)
