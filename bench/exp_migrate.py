@@ -46,8 +46,11 @@ Operations (--ops):
            without any program is detach .. attach; without slicing, stop ..
            resume.
   copy     nfslice migrate --mode copy --json, if this build's migrate
-           --help offers --mode (skipped otherwise, with a note); release
-           after it, so the NIC's splicer must splice the imported slots.
+           --help offers --mode (skipped otherwise, with a note). The
+           release starts once the old instance is gone (detached without a
+           drain), while the command follows the copies, so the NIC's
+           splicer must splice every held payload from its copy under the
+           old key; the command returns once no copy is left.
   hog      the control: no operation, a 600 ms busy loop on --op-cpu.
 
 Measured per point: the command's wall time and its own phases (--json);
@@ -345,21 +348,27 @@ def op_upgrade(m, a, slots, held, release):
             "parts": ["dut"]}
 
 
-def migrate(m, a, release, *mode):
+def migrate(m, a, release, *mode, when="stopped"):
     """nfslice migrate DUT -> NIC (MODE: extra options). With RELEASE (a
-    started releaser), signal it once the old instance stopped slicing, and
-    keep the old instance's last counters."""
+    started releaser), signal it once the old instance stopped slicing
+    (WHEN "stopped") or is gone ("gone"), and keep the old instance's last
+    counters."""
     lw = m.lock_wait()
     p = m.lab.spawn("dut", "taskset", "-c", str(a.op_cpu), L.NFSLICE, "migrate", "--name",
                     DOMAIN, "--to", m.nic_ns, "--nf-port", "h0,h1", "--wait", "60000",
                     "--json", *mode, "w0", "w1")
     t0, old, t_sw = time.monotonic(), {}, None
     while p.poll() is None:
-        if release is not None and t_sw is None and m.threshold("dut", a.op_cpu) == HOLD:
-            t_sw = time.monotonic()
-            m.lab.signal(release, signal.SIGUSR1)
+        if release is not None and t_sw is None:
+            th = m.threshold("dut", a.op_cpu)
+            if (th == HOLD if when == "stopped" else th is None):
+                t_sw = time.monotonic()
+                m.lab.signal(release, signal.SIGUSR1)
         st = m.stats("dut", a.op_cpu)
-        old = st or old
+        # Once the old instance is gone, stats answers with an error
+        # object (copy mode follows its copies after that): keep the last
+        # counters.
+        old = st if "sliced" in st else old
         time.sleep(0.005)
     out, err = p.communicate()
     ms = (time.monotonic() - t0) * 1e3
@@ -371,7 +380,9 @@ def migrate(m, a, release, *mode):
          "lock_wait_ms": lw,
          "parts": ["dut_old", "nic"],
          "phases_ms": {k[:-3]: js[k] / 1e6 for k in ("attach_ns", "unsliced_ns",
-                                                      "drain_ns", "detach_ns") if k in js}}
+                                                      "drain_ns", "export_ns",
+                                                      "import_ns", "detach_ns",
+                                                      "key_old_ns") if k in js}}
     if t_sw is not None:
         r["release_after_ms"] = (t_sw - t0) * 1e3
     return r
@@ -384,7 +395,7 @@ def op_drain(m, a, slots, held, release):
 
 
 def op_copy(m, a, slots, held, release):
-    r = migrate(m, a, None, "--mode", "copy")
+    r = migrate(m, a, release, "--mode", "copy", when="gone")
     js = r["reported"]
     r["state_bytes"] = next((js[k] for k in ("bytes", "bytes_copied", "state_bytes")
                              if k in js), None)
@@ -519,11 +530,13 @@ def point(m, a, op, n, run, ncpu):
         dr0, nft0 = m.drops(), m.nft()
         b1 = sink.snapshot()
         # HELD: the payloads outstanding, as the store counts them.
-        r = OP_RUN[op](m, a, slots, busy_filled, rel if op == "drain" else None)
+        # drain and copy release the held headers during the operation.
+        inside = op in ("drain", "copy")
+        r = OP_RUN[op](m, a, slots, busy_filled, rel if inside else None)
         b2, nft1, dr1 = sink.snapshot(), m.nft(), m.drops()
         time.sleep(a.after)
         b3 = sink.snapshot()
-        if op != "drain":
+        if not inside:
             m.lab.signal(rel, signal.SIGUSR1)
         rep_rel = m.lab.finish(rel, 120)
         rel = None
@@ -566,7 +579,7 @@ def point(m, a, op, n, run, ncpu):
         "drops_counted": sum(drops.values()) + driver + harm, "veth_drops": drops,
         # The operation's window (from just before it to just after), and
         # what came after it: the release of the held headers (for drain
-        # it is inside the operation) and the streams' end.
+        # and copy it is inside the operation) and the streams' end.
         "veth_drops_before": sum(dr0.values()) - sum(drops0.values()),
         "veth_drops_op": sum(dr1.values()) - sum(dr0.values()),
         "veth_drops_after": sum(drops.values()) - sum(dr1.values()) + sum(drops0.values()),

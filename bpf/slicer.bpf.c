@@ -450,7 +450,9 @@ static __always_inline int nfsl_nf_port(struct xdp_md *ctx, const struct nfsl_co
 	    bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)) || !nfsl_token_index(&tok, &idx))
 		goto bad;
 	s = bpf_map_lookup_elem(&nfsl_store, &idx);
-	if (!nfsl_token_ours(&tok, s, cfg->key) || !s ||
+	/* A notice for a payload a copy-mode migration imported carries
+	 * the old instance's token. */
+	if (!nfsl_token_ours_cfg(&tok, s, cfg) || !s ||
 	    !nfsl_slot_release(s, nfsl_ntohl(tok.gen)))
 		goto bad;
 	cnt->explicit_drop++;

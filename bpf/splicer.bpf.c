@@ -74,7 +74,8 @@ static __always_inline void nfsl_residency_add(__u64 parked_ns)
 
 /*
  * nfsl_token_find - are the 16 bytes at @tok_off one of our tokens?
- * (nfsl_token_index, nfsl_token_ours)
+ * (nfsl_token_index, nfsl_token_ours_cfg: the domain's key, or the
+ * previous instance's after a copy-mode migration)
  * @tok:  out: the token
  * @slot: out: the slot it names, NULL when outside the store
  */
@@ -89,7 +90,7 @@ static __always_inline bool nfsl_token_find(struct __sk_buff *skb,
 	    !nfsl_token_index(tok, &idx))
 		return false;
 	*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
-	return nfsl_token_ours(tok, *slot, cfg->key);
+	return nfsl_token_ours_cfg(tok, *slot, cfg);
 }
 
 /* A drop event of the packet @skb leaving (nfsl_events.h): @tok_off, where

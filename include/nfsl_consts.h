@@ -100,6 +100,11 @@
 #define NFSL_CFG_CT_LIBERAL_SET 0x1
 /* write drop events (struct nfsl_event) into the "events" ring buffer */
 #define NFSL_CFG_EVENTS 0x2
+/* Also honour tokens that verify under config key_old (the previous
+ * instance's key), on the slots a copy-mode migration imported (issue 10
+ * §7; docs/manager.md "Migration (copy mode)"). The slicer always slices
+ * under key. Set after key_old is written, cleared before it is wiped. */
+#define NFSL_CFG_KEY_OLD 0x4
 
 /* Size of the drop events ring buffer, bytes (a power of 2 and a multiple
  * of the page size): 4096 events of 64 B + 8 B header. */

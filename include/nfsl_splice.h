@@ -12,7 +12,8 @@
  *   nfsl_splice_token_off   where the token would be (else: not ours)
  *   nfsl_token_index        cheap pre-check, the slot index (else: not ours)
  *   (look the slot up: NULL when beyond the store)
- *   nfsl_token_ours         generation not ahead of the slot's, MAC
+ *   nfsl_token_ours_cfg     generation not ahead of the slot's, MAC
+ *                           under key (or key_old: copy-mode migration)
  *                           (else: not ours)
  *   nfsl_slot_busy, nfsl_splice_len_ok   (else: stale, drop)
  *   nfsl_splice_l4_csum     the new L4 checksum, from the packet as it is
@@ -81,6 +82,22 @@ NFSL_INLINE bool nfsl_token_ours(const struct nfsl_token *t, struct nfsl_slot *s
 	if (s && (int)(NFSL_CTL_GEN(NFSL_READ_ONCE_U64(s->ctl)) - nfsl_ntohl(t->gen)) < 0)
 		return false;
 	return nfsl_token_verify(t, key);
+}
+
+/*
+ * nfsl_token_ours_cfg - nfsl_token_ours under the domain's key, or, while
+ * @cfg has NFSL_CFG_KEY_OLD, under its key_old: a header the previous
+ * instance sliced, whose payload a copy-mode migration imported into the
+ * same slot with the same generation (docs/manager.md "Migration (copy
+ * mode)"). A token under neither key is not ours. The second MAC is paid
+ * only by tokens the first refuses while the flag is set.
+ */
+NFSL_INLINE bool nfsl_token_ours_cfg(const struct nfsl_token *t, struct nfsl_slot *s,
+				     const struct nfsl_config *cfg)
+{
+	if (nfsl_token_ours(t, s, cfg->key))
+		return true;
+	return (cfg->flags & NFSL_CFG_KEY_OLD) && nfsl_token_ours(t, s, cfg->key_old);
 }
 
 /* A slot length the slicer can have written (more than a token, at most a

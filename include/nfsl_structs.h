@@ -275,6 +275,9 @@ struct nfsl_config {
 			   * attach); 0: none, the whole partition is one share */
 	__u32 tenant_flags; /* NFSL_TEN_* */
 	struct nfsl_tenant tenants[NFSL_MAX_TENANTS];
+	__u64 key_old[2]; /* SipHash-2-4 key of the instance a copy-mode
+			   * migration imported payloads from; honoured by
+			   * the splicers only with NFSL_CFG_KEY_OLD */
 };
 
 #endif /* NFSL_STRUCTS_H */

@@ -769,9 +769,15 @@ out:
 	return err ? -1 : 0;
 }
 
+struct detach_opts {
+	const char *name; /* first: repair reads the same options as a name */
+	bool no_drain;
+};
+
 static int run_detach(void *o, int argc, char **argv)
 {
-	const char *name = *(const char **)o;
+	const struct detach_opts *opt = o;
+	const char *name = opt->name;
 	struct nfsl_domain d;
 	int err, lock;
 
@@ -798,7 +804,9 @@ static int run_detach(void *o, int argc, char **argv)
 		nfsl_err_domain(err, name);
 		goto out;
 	}
-	err = unload(&d.cfg, &d);
+	/* --no-drain: the node leaves the return path now (copy-mode
+	 * migration: the new instance splices the old headers). */
+	err = unload(&d.cfg, opt->no_drain ? NULL : &d);
 	if (!err) {
 		ct_liberal_release(name, &d.cfg);
 		remove_pins(d.dir);
@@ -995,9 +1003,20 @@ const struct nfsl_cmd nfsl_cmd_attach = {
 };
 
 static const char *const detach_defaults = "default";
+static const struct detach_opts detach_opt_defaults = { .name = "default" };
+
+static const struct nfsl_opt repair_table[] = {
+	{ "name", NFSL_OPT_STR, 0, .metavar = "NAME", .help = "domain name (default: default)" },
+	{ NULL },
+};
 
 static const struct nfsl_opt detach_table[] = {
-	{ "name", NFSL_OPT_STR, 0, .metavar = "NAME", .help = "domain name (default: default)" },
+	{ "name", NFSL_OPT_STR, offsetof(struct detach_opts, name), .metavar = "NAME",
+	  .help = "domain name (default: default)" },
+	{ "no-drain", NFSL_OPT_FLAG, offsetof(struct detach_opts, no_drain),
+	  .help = "take the splicers off right after the slicers, without waiting for "
+		  "the headers in flight (up to 2 s): the node leaves the return path now "
+		  "(migrate --mode copy; their payloads were copied to the new instance)" },
 	{ NULL },
 };
 
@@ -1012,13 +1031,16 @@ const struct nfsl_cmd nfsl_cmd_detach = {
 		"back to 0 if attach had set it, unless TCP connections are still\n"
 		"tracked in the namespace (their windows were learned from sliced\n"
 		"segments: strict tracking would reset them; a note says so). Also\n"
-		"cleans up after an attach that was interrupted.",
+		"cleans up after an attach that was interrupted. The slicers go first;\n"
+		"the splicers stay until the headers sliced before have come back\n"
+		"(busy slots at 0 or no longer falling for 100 ms, at most 2 s),\n"
+		"unless --no-drain.",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = detach_table,
 	.run = run_detach,
-	.opts_size = sizeof(const char *),
-	.defaults = &detach_defaults,
+	.opts_size = sizeof(struct detach_opts),
+	.defaults = &detach_opt_defaults,
 };
 
 const struct nfsl_cmd nfsl_cmd_repair = {
@@ -1037,7 +1059,7 @@ const struct nfsl_cmd nfsl_cmd_repair = {
 		"A whole domain is left as it is (exit 0).",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
-	.opts = detach_table,
+	.opts = repair_table,
 	.run = run_repair,
 	.opts_size = sizeof(const char *),
 	.defaults = &detach_defaults,

@@ -48,6 +48,8 @@ static void report(const struct ckpt_opts *o, const char *what,
 		jsonw_uint_field(&jw, "skipped", r->skipped);
 	} else {
 		jsonw_uint_field(&jw, "restored", r->restored);
+		jsonw_uint_field(&jw, "conflicts", r->conflicts);
+		jsonw_uint_field(&jw, "raised", r->raised);
 	}
 	jsonw_end_object(&jw);
 }
@@ -103,11 +105,14 @@ const struct nfsl_cmd nfsl_cmd_checkpoint = {
 	.summary = "save a domain's parked payloads, key and configuration",
 	.description =
 		"Writes every parked payload of the domain (slot index, generation,\n"
-		"bytes, checksum, DSCP, age), each allocation partition's clock, the\n"
-		"configuration and the SipHash key to PATH: version 1, CRC-32 checked,\n"
-		"mode 0600 (the key makes tokens valid). Written beside and renamed\n"
-		"over, so PATH is never half a file. Traffic may flow: a payload spliced\n"
-		"while it is copied is left out. Restore it with nfslice restore.",
+		"bytes, checksum, DSCP, parked time), every slot's generation, each\n"
+		"allocation partition's and tenant's clock, a clock reference\n"
+		"(CLOCK_MONOTONIC and CLOCK_REALTIME read together, the boot id), the\n"
+		"configuration and the SipHash key to PATH: version 2 (docs/format.md\n"
+		"\"Checkpoint file\"), CRC-32 checked, mode 0600 (the key makes tokens\n"
+		"valid). Written beside and renamed over, so PATH is never half a file.\n"
+		"Traffic may flow: a payload spliced while it is copied is left out.\n"
+		"Restore it with nfslice restore.",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = NFSL_CAPS_READ_WHY,
 	.opts = ckpt_table,
@@ -120,10 +125,13 @@ const struct nfsl_cmd nfsl_cmd_restore = {
 	.name = "restore",
 	.summary = "load a checkpoint into a domain that holds no payload",
 	.description =
-		"Checks PATH (magic, version, struct sizes of this build, CRC-32, and\n"
+		"Checks PATH (magic, version 1 or 2, struct sizes, CRC-32, lengths, and\n"
 		"the domain's geometry: slots, CPU partitions, NF ports) and loads it:\n"
 		"every saved payload parked again in its slot with its generation and\n"
-		"age, and the saved key, threshold, keep, expiry and TTL made the\n"
+		"age (parked time and allocation clocks translated to this domain's),\n"
+		"free slots' generations raised to the saved ones (a header whose\n"
+		"payload was gone before the checkpoint is stale here, not foreign),\n"
+		"and the saved key, threshold, keep, expiry and TTL made the\n"
 		"domain's (its interfaces stay). Headers sliced before the checkpoint\n"
 		"then splice on this domain. Refused, changing nothing, while the domain\n"
 		"holds parked payloads: their tokens would stop verifying under the\n"

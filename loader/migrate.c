@@ -1,21 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nfslice migrate: move a domain to another instance on the same path, in
- * another network namespace, while traffic flows (issue 10 §7, drain mode;
- * UNO §3.3.2: start the new instance, switch, let the old one drain).
+ * another network namespace, while traffic flows (issue 10 §7; UNO §3.3.2:
+ * start the new instance, move the state, switch, let the old one go).
  *
- * Nothing is copied or buffered. The new instance gets its own key, so
- * each instance's tokens pass the other's slicer and splicer untouched
- * (bad_token: not ours); the new one is attached holding (a threshold no
- * frame reaches), the old one stops slicing, the new one starts, and the
- * old splicer stays until its parked payloads are spliced (busy slots at
- * zero) or the wait ends (--wait, default the TTL, else 1 s), then the old
- * domain is detached. The two instances never both slice a packet: a
- * header sliced by one arrives at the other with DSCP 63, which it does not
- * slice again.
+ * Drain mode: nothing is copied or buffered. The new instance gets its own
+ * key, so each instance's tokens pass the other's slicer and splicer
+ * untouched (bad_token: not ours); the new one is attached holding (a
+ * threshold no frame reaches), the old one stops slicing, the new one
+ * starts, and the old splicer stays until its parked payloads are spliced
+ * (busy slots at zero) or the wait ends (--wait, default the TTL, else
+ * 1 s), then the old domain is detached. The two instances never both
+ * slice a packet: a header sliced by one arrives at the other with DSCP
+ * 63, which it does not slice again.
+ *
+ * Copy mode, for an old node that leaves the return path at once: the new
+ * instance is attached holding, the old slicer stops, the old store's
+ * busy slots (index, generation, payload, metadata, parked time with a
+ * clock reference) and every slot's generation are copied into the new
+ * store through a checkpoint image in memory (lib/nfsl/ckpt.h), the old
+ * key becomes the new instance's key_old, the new one starts slicing and
+ * honours both keys (NFSL_CFG_KEY_OLD), the old domain is detached without
+ * a drain. The old headers still in flight then splice on the new
+ * instance from the copies. A copy whose header the old splicer spliced
+ * after the copy is freed as soon as the old store shows it released; one
+ * whose header never comes is freed at its TTL (or when --wait ends).
+ * Once no copy is left, the flag is cleared and key_old wiped.
  *
  * The steps run as this program's own commands (attach, set, detach) in the
- * right namespace, each a child that enters it first.
+ * right namespace, each a child that enters it first; the copy and the
+ * configuration writes are library calls on both domains' pins.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,28 +40,46 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <bpf/libbpf.h>
 
 #include "nfslice.h"
 #include "cfg.h"
+#include "ckpt.h"
+#include "nfsl_store.h"
 #include "domains.h"
 #include "json_writer.h"
 #include "netns.h"
 #include "util.h"
+
+enum { MODE_DRAIN, MODE_COPY };
+static const char *const migrate_modes[] = { "drain", "copy", NULL };
 
 struct migrate_opts {
 	char *name;
 	char *to;       /* target namespace: a name under /run/netns, or a path */
 	char *nf_ports; /* in the target */
 	__u32 wait_ms;
+	int mode;       /* MODE_* */
 	bool json;
 };
 
 #define HOLD_THRESHOLD 65535 /* no frame is this long: attached, not slicing */
 
+/*
+ * Copy mode: after the old slicer's threshold is raised, a slicer run that
+ * read the old threshold just before may still be parking a payload; the
+ * copy waits this long (us) so that no slot is copied half written. One
+ * XDP run takes microseconds and cannot sleep; a NAPI poll of 64 frames
+ * well under 1 ms.
+ */
+#define COPY_GRACE_US 1000
+
 static const struct migrate_opts migrate_defaults = {
 	.name = "default",
 	.wait_ms = UINT32_MAX,
+	.mode = MODE_DRAIN,
 };
 
 /* Run "nfslice ARGS..." (argv[0] is the subcommand) in the namespace @ns
@@ -88,15 +120,50 @@ static int sub(const char *ns, char *const argv[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The threshold of the domain at @dir, in place (cfg.h): a map write,
- * so the switch between the instances takes microseconds. */
-static int set_threshold(const char *dir, __u32 threshold)
+/* A configuration change of the domain at @dir (cfg.h), under the
+ * host-wide lock: *@lock when it is held (>= 0: the switch takes it once,
+ * so that no other session's command waits between its writes), else
+ * taken for the write. */
+static int cfg_write(const char *dir, const int *lock, nfsl_config_fn change, const void *arg)
 {
-	struct nfsl_cfg_change c = { .has_threshold = true, .threshold = threshold };
 	char err[256];
-	int rc = nfsl_config_change(dir, &c, NULL, NULL, err, sizeof(err));
+	int rc = lock && *lock >= 0 ?
+			 nfsl_config_update_locked(dir, NULL, change, arg, NULL, err, sizeof(err)) :
+			 nfsl_config_update(dir, NULL, change, arg, NULL, err, sizeof(err));
 
 	return rc ? nfsl_err("%s: %s", dir, *err ? err : strerror(-rc)) : 0;
+}
+
+static int apply_threshold(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
+{
+	d->cfg.threshold = *(const __u32 *)arg;
+	return 0;
+}
+
+/* The threshold of the domain at @dir, in place: a map write, so the
+ * switch between the instances takes microseconds. */
+static int set_threshold(const char *dir, const int *lock, __u32 threshold)
+{
+	return cfg_write(dir, lock, apply_threshold, &threshold);
+}
+
+/* Take the host-wide lock for the switch; the ns waited into *@wait_ns. */
+static int switch_lock(__u64 *wait_ns)
+{
+	__u64 t0 = nfsl_now_ns();
+	int lock = nfsl_domains_lock();
+
+	*wait_ns = nfsl_now_ns() - t0;
+	if (lock < 0)
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+	return lock;
+}
+
+static void switch_unlock(int *lock)
+{
+	if (*lock >= 0)
+		close(*lock);
+	*lock = -1;
 }
 
 /* Pin directory of domain @name in the namespace @ns opens. */
@@ -112,83 +179,118 @@ static int target_dir(const char *ns, const char *name, char *dir, size_t len)
 	return rc ? rc : nfsl_domain_dir_of(dir, len, cookie, name);
 }
 
-static int run_migrate(void *p, int argc, char **argv)
+/* What the copy-mode configuration writes change (nfsl_config_update). */
+struct key_old_change {
+	bool set;         /* key_old = key (the flag as it is: nothing
+			   * verifies under it before the next write) */
+	__u64 key[2];
+	bool start;       /* slice (the old threshold) and honour key_old */
+	bool clear;       /* stop honouring key_old */
+	bool wipe;        /* zero key_old (after clear: nothing reads it) */
+	__u32 threshold;
+};
+
+static int apply_key_old(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
 {
-	const struct migrate_opts *o = p;
-	char ns[PATH_MAX], tdir[PATH_MAX], slots[16], keep[16], expiry[16], ttl[16];
-	char *att[32] = { "attach", "--name", o->name, "--threshold", "65535", "--slots", slots,
-			  "--keep", keep, "--expiry", expiry };
-	struct nfsl_domain d;
-	struct json_writer jw;
-	__u64 t0, t_stop, t_start, t_drained, t_end, waited = 0;
-	__u32 busy = 0, busy0 = 0, wait_ms;
-	int n = 11, err;
+	const struct key_old_change *c = arg;
 
-	if (!o->to)
-		return nfsl_err("--to NETNS is required: the namespace of the new instance "
-				"(a name under /run/netns, or a path)"), NFSL_EXIT_USAGE;
-	if (snprintf(ns, sizeof(ns), strchr(o->to, '/') ? "%s" : "/run/netns/%s", o->to) >=
-	    (int)sizeof(ns) || access(ns, R_OK))
-		return nfsl_err("--to %s: no such network namespace (%s): give a name "
-				"'ip netns list' shows, or a path", o->to, ns), NFSL_EXIT_USAGE;
-	err = nfsl_domain_open(&d, o->name);
-	if (err)
-		return nfsl_err_domain(err, o->name);
-	snprintf(slots, sizeof(slots), "%u", d.cfg.slots);
-	snprintf(keep, sizeof(keep), "%u", d.cfg.keep);
-	snprintf(expiry, sizeof(expiry), "%u", d.cfg.expiry);
-	snprintf(ttl, sizeof(ttl), "%u", d.cfg.ttl_us / 1000);
-	wait_ms = o->wait_ms != UINT32_MAX ? o->wait_ms : d.cfg.ttl_us ? d.cfg.ttl_us / 1000 : 1000;
-	if (o->nf_ports) {
-		att[n++] = "--nf-port";
-		att[n++] = o->nf_ports;
+	if (c->set)
+		memcpy(d->cfg.key_old, c->key, sizeof(d->cfg.key_old));
+	if (c->start) {
+		d->cfg.threshold = c->threshold;
+		d->cfg.flags |= NFSL_CFG_KEY_OLD;
 	}
-	for (int i = 0; i < argc && n < 30; i++)
-		att[n++] = argv[i];
-	att[n] = NULL;
+	if (c->clear)
+		d->cfg.flags &= ~NFSL_CFG_KEY_OLD;
+	if (c->wipe)
+		memset(d->cfg.key_old, 0, sizeof(d->cfg.key_old));
+	return 0;
+}
 
-	t0 = nfsl_now_ns();
-	/* 1. The new instance, attached but holding: its own key. */
-	if (sub(ns, att)) {
-		nfsl_err("attaching the new instance in %s failed (above); nothing changed", o->to);
-		goto fail;
+static int key_old_write(const char *dir, const int *lock, const struct key_old_change *c)
+{
+	return cfg_write(dir, lock, apply_key_old, c);
+}
+
+/* What the steps share: the old domain, the target, the attach command. */
+struct mig {
+	const struct migrate_opts *o;
+	struct nfsl_domain d; /* the old instance */
+	char ns[PATH_MAX], tdir[PATH_MAX];
+	char *att[32];
+	__u32 wait_ms;
+	__u64 t0;
+};
+
+/* 1. The new instance, attached but holding: its own key, the old TTL. */
+static int attach_new(struct mig *m)
+{
+	char ttl[16];
+	int err;
+
+	snprintf(ttl, sizeof(ttl), "%u", m->d.cfg.ttl_us / 1000);
+	if (sub(m->ns, m->att)) {
+		nfsl_err("attaching the new instance in %s failed (above); nothing changed",
+			 m->o->to);
+		return -1;
 	}
-	if (sub(ns, (char *const[]){ "set", "--name", o->name, "--ttl", ttl, NULL })) {
-		nfsl_err("setting the new instance's TTL failed; detach it in %s", o->to);
-		goto fail;
+	if (sub(m->ns, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
+		nfsl_err("setting the new instance's TTL failed; detach it in %s", m->o->to);
+		return -1;
 	}
-	err = target_dir(ns, o->name, tdir, sizeof(tdir));
+	err = target_dir(m->ns, m->o->name, m->tdir, sizeof(m->tdir));
 	if (err) {
 		nfsl_err("cannot find the new instance's pins: %s; detach it in %s",
-			 strerror(-err), o->to);
-		goto fail;
+			 strerror(-err), m->o->to);
+		return -1;
 	}
-	/* 2. The old one stops slicing; 3. the new one starts. */
+	return 0;
+}
+
+static int run_drain(struct mig *m)
+{
+	const struct migrate_opts *o = m->o;
+	struct nfsl_domain *d = &m->d;
+	struct json_writer jw;
+	__u64 t_stop, t_start, t_drained, t_end, waited = 0, lock_ns;
+	__u32 busy = 0, busy0 = 0;
+	int lock;
+
+	if (attach_new(m))
+		return -1;
+	/* 2. The old one stops slicing; 3. the new one starts: both under one
+	 * hold of the lock. */
+	lock = switch_lock(&lock_ns);
+	if (lock < 0)
+		return -1;
 	t_stop = nfsl_now_ns();
-	if (set_threshold(d.dir, HOLD_THRESHOLD)) {
+	if (set_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
+		switch_unlock(&lock);
 		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
 			 "detach the new one in %s", o->to);
-		goto fail;
+		return -1;
 	}
-	if (set_threshold(tdir, d.cfg.threshold)) {
+	if (set_threshold(m->tdir, &lock, d->cfg.threshold)) {
+		switch_unlock(&lock);
 		nfsl_err("starting the new instance failed: the old one splices what it parked "
 			 "and slices nothing; set its threshold back (nfslice set --threshold %u)",
-			 d.cfg.threshold);
-		goto fail;
+			 d->cfg.threshold);
+		return -1;
 	}
 	t_start = nfsl_now_ns();
-	nfsl_domain_busy_slots(&d, &busy0);
+	switch_unlock(&lock);
+	nfsl_domain_busy_slots(d, &busy0);
 	/* 4. The old splicer drains what the old slicer parked. */
 	for (;;) {
-		if (nfsl_domain_busy_slots(&d, &busy) || !busy)
+		if (nfsl_domain_busy_slots(d, &busy) || !busy)
 			break;
 		waited = (nfsl_now_ns() - t_start) / 1000000;
-		if (waited >= wait_ms)
+		if (waited >= m->wait_ms)
 			break;
 		usleep(1000);
 	}
 	t_drained = nfsl_now_ns();
-	nfsl_domain_close(&d);
+	nfsl_domain_close(d);
 	if (sub(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
 		nfsl_err("detaching the old instance failed (above): it slices nothing; "
 			 "detach it by hand");
@@ -200,26 +302,337 @@ static int run_migrate(void *p, int argc, char **argv)
 		       "parked at the switch, %u left after %llu ms of drain%s, %.1f ms in all\n",
 		       o->name, o->to, (t_start - t_stop) / 1e6, busy0, busy,
 		       (unsigned long long)waited, busy ? " (dropped with the old store)" : "",
-		       (t_end - t0) / 1e6);
+		       (t_end - m->t0) / 1e6);
 		return 0;
 	}
 	jsonw_init(&jw, stdout);
 	jsonw_start_object(&jw);
 	jsonw_string_field(&jw, "name", o->name);
 	jsonw_string_field(&jw, "to", o->to);
+	jsonw_string_field(&jw, "mode", "drain");
 	jsonw_uint_field(&jw, "unsliced_ns", t_start - t_stop);
 	jsonw_uint_field(&jw, "busy_at_switch", busy0);
 	jsonw_uint_field(&jw, "busy_left", busy);
-	jsonw_uint_field(&jw, "total_ns", t_end - t0);
-	/* The phases: new instance attached, drained, old one detached. */
-	jsonw_uint_field(&jw, "attach_ns", t_stop - t0);
+	jsonw_uint_field(&jw, "total_ns", t_end - m->t0);
+	/* The phases: new instance attached (and the lock waited for),
+	 * drained, old one detached. */
+	jsonw_uint_field(&jw, "lock_wait_ns", lock_ns);
+	jsonw_uint_field(&jw, "attach_ns", t_stop - m->t0);
 	jsonw_uint_field(&jw, "drain_ns", t_drained - t_start);
 	jsonw_uint_field(&jw, "detach_ns", t_end - t_drained);
 	jsonw_end_object(&jw);
 	return 0;
-fail:
-	nfsl_domain_close(&d);
-	return -1;
+}
+
+/* The imported payloads as they end (copy mode, step 7). */
+struct follow {
+	__u32 spliced; /* freed on the new instance: spliced under key_old,
+			* or their slot's drop notice */
+	__u32 stale;   /* spliced by the old splicer after the copy: the copy
+			* freed (no header names it any more) */
+	__u32 expired; /* their header never came: freed at the TTL */
+	__u32 left;    /* still parked when the wait ended: freed then */
+	__u32 raced;   /* changed under the eviction: left to expiry */
+};
+
+/*
+ * Follow the @n imported payloads @refs in the new store @news until each
+ * is gone or @wait_ms passed from @t_start: a copy whose payload the old
+ * store @olds (the detached instance's, still mapped) no longer holds
+ * under that generation was spliced (or evicted) there, and no header
+ * will claim it: freed at once; one older than @ttl_ns (0: none) freed as
+ * the TTL scan would; the rest freed at the end. Frees by the TTL scan's
+ * compare-and-swap (nfsl_slot_evict), so a copy being spliced meanwhile is
+ * never freed under the splicer.
+ */
+static void follow_imports(struct nfsl_slot *news, const struct nfsl_slot *olds,
+			   struct nfsl_ckpt_ref *refs, __u32 n, __u64 t_start, __u32 wait_ms,
+			   __u64 ttl_ns, struct follow *f)
+{
+	__u32 pending = n; /* refs[0, pending): not done yet */
+
+	for (;;) {
+		__u64 now = nfsl_now_ns(), pass;
+		bool last = now - t_start >= (__u64)wait_ms * 1000000;
+
+		for (__u32 k = 0; k < pending;) {
+			struct nfsl_ckpt_ref *r = &refs[k];
+			struct nfsl_slot *s = &news[r->index];
+			__u32 *why;
+
+			if (!nfsl_slot_busy(s, r->gen)) {
+				why = &f->spliced;
+			} else if (!nfsl_slot_busy((struct nfsl_slot *)&olds[r->index], r->gen)) {
+				why = &f->stale;
+			} else if (ttl_ns && now > r->parked_ns && now - r->parked_ns >= ttl_ns) {
+				why = &f->expired;
+			} else if (last) {
+				why = &f->left;
+			} else {
+				k++;
+				continue;
+			}
+			if (why != &f->spliced) {
+				int e = nfsl_slot_evict(s, r->gen, r->parked_ns);
+
+				if (e == NFSL_EVICT_GONE)
+					why = &f->spliced;
+				else if (e == NFSL_EVICT_RACED)
+					why = &f->raced;
+			}
+			(*why)++;
+			*r = refs[--pending]; /* done: the last pending one here */
+		}
+		if (!pending || last)
+			return;
+		/* A pass reads two cache lines per copy (~10 ms for 64k):
+		 * rest 4 passes' time, at least 1 ms, so that following takes
+		 * at most a fifth of a CPU from the splicers on it. */
+		pass = (nfsl_now_ns() - now) / 1000;
+		usleep(pass * 4 > 1000 ? pass * 4 : 1000);
+	}
+}
+
+/*
+ * Give the image's memfd its pages before the old slicer stops: room for
+ * the payloads parked now and a quarter more (whole slots: the largest
+ * records), the generations and the clocks. tmpfs allocates and zeroes a
+ * page on first write; at 64k payloads that was 250 of the ~300 ms the
+ * image took (FALLOC_FL_KEEP_SIZE: the file stays empty). Best effort:
+ * without it the image only takes longer.
+ */
+static void prealloc(int memfd, const struct nfsl_ckpt_dstore *ods)
+{
+	const struct nfsl_config *c = ods->st.cfg;
+	__u64 busy = 0, len;
+
+	for (__u32 i = 0; i < c->slots; i++)
+		busy += NFSL_CTL_EXP(__atomic_load_n(&ods->st.slots[i].ctl, __ATOMIC_RELAXED)) != 0;
+	len = sizeof(struct nfsl_ckpt_hdr) + (__u64)c->slots * 4 + 4096 +
+	      (busy + busy / 4 + 64) * (sizeof(struct nfsl_ckpt_rec) + NFSL_PAYLOAD_MAX);
+	fallocate(memfd, FALLOC_FL_KEEP_SIZE, 0, len);
+}
+
+/* Undo a copy that did not complete: the old instance slices again, the
+ * new one goes (it sliced nothing). */
+static void copy_rollback(struct mig *m, int *lock, const char *why)
+{
+	int bad = set_threshold(m->d.dir, lock, m->d.cfg.threshold);
+
+	switch_unlock(lock); /* the detach takes it */
+	bad |= sub(m->ns, (char *const[]){ "detach", "--name", m->o->name, NULL });
+	nfsl_err("%s; %s", why,
+		 bad ? "rolling back failed too (above): check both instances" :
+		       "rolled back: the old instance slices again, the new one is detached");
+}
+
+static int run_copy(struct mig *m)
+{
+	const struct migrate_opts *o = m->o;
+	struct nfsl_domain *d = &m->d;
+	struct nfsl_ckpt_result saved, imp = {};
+	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 }, nds = { .tcursor_fd = -1 };
+	struct nfsl_domain nd = { .store_fd = -1 };
+	struct key_old_change kc = { .set = true };
+	struct nfsl_ckpt_ref *refs = NULL;
+	struct nfsl_ckpt_clock now;
+	struct nfsl_ckpt_img img;
+	struct json_writer jw;
+	struct follow f = {};
+	const void *buf = NULL;
+	char err[1024];
+	size_t size = 0;
+	__u64 t_stop, t_saved, t_imported, t_start, t_detached, t_end, lock_ns = 0;
+	int memfd = -1, rc = -1, detach_rc, lock = -1;
+
+	if (attach_new(m))
+		return -1;
+	if (nfsl_domain_open_dir(&nd, m->tdir) || nd.cfg.slots < d->cfg.slots) {
+		nfsl_err("the new instance's store (%u slots) cannot hold the old one's indexes "
+			 "(%u): detach it in %s", nd.cfg.slots, d->cfg.slots, o->to);
+		goto out;
+	}
+	/* Both stores mapped before the old slicer stops: mapping 128 MiB
+	 * takes milliseconds, which the unsliced window need not hold. */
+	if (nfsl_ckpt_dstore_open(&ods, d, err, sizeof(err)) ||
+	    nfsl_ckpt_dstore_open(&nds, &nd, err, sizeof(err)) ||
+	    (memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC)) < 0) {
+		nfsl_err("%s; detach the new instance in %s", memfd < 0 ? strerror(errno) : err,
+			 o->to);
+		goto out;
+	}
+	prealloc(memfd, &ods);
+	/* 2. The old slicer stops; what it was parking settles. The lock is
+	 * held from here until the new instance slices: no other session's
+	 * command waits inside the unsliced window. */
+	lock = switch_lock(&lock_ns);
+	if (lock < 0)
+		goto out;
+	t_stop = nfsl_now_ns();
+	if (set_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
+		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
+			 "detach the new one in %s", o->to);
+		goto out;
+	}
+	usleep(COPY_GRACE_US);
+	/* 3. The busy slots, every generation, the clocks, the key: an image
+	 * in memory (what another host would receive). */
+	if (nfsl_ckpt_dstore_clocks(&ods) ||
+	    nfsl_ckpt_write(&ods.st, memfd, NFSL_CKPT_NOCRC, &saved, err, sizeof(err)) ||
+	    nfsl_ckpt_map(memfd, "the image", &buf, &size, err, sizeof(err)) ||
+	    nfsl_ckpt_parse(buf, size, NFSL_CKPT_TRUSTED, &img, err, sizeof(err))) {
+		copy_rollback(m, &lock, *err ? err : "cannot read the old instance's cursors");
+		goto out;
+	}
+	t_saved = nfsl_now_ns();
+	/* 4. Imported into the new store (NFSL_CKPT_LIVE: it keeps its key);
+	 * the old key as its key_old, not yet honoured. */
+	refs = calloc(img.nrecs + 1, sizeof(*refs));
+	if (!refs || nfsl_ckpt_dstore_clocks(&nds) || nfsl_ckpt_clock_now(&now)) {
+		copy_rollback(m, &lock, "cannot read the new instance's cursors or the clock");
+		goto out;
+	}
+	nfsl_ckpt_import(&img, &nds.st, &now, NFSL_CKPT_LIVE, refs, &imp);
+	memcpy(kc.key, img.cfg.key, sizeof(kc.key));
+	if (key_old_write(m->tdir, &lock, &kc)) {
+		copy_rollback(m, &lock, "writing the old key into the new instance failed");
+		goto out;
+	}
+	t_imported = nfsl_now_ns();
+	/* 5. The new instance slices and honours both keys. */
+	if (key_old_write(m->tdir, &lock, &(struct key_old_change){
+						  .start = true, .threshold = d->cfg.threshold })) {
+		copy_rollback(m, &lock, "starting the new instance failed");
+		goto out;
+	}
+	t_start = nfsl_now_ns();
+	switch_unlock(&lock);
+	/* 6. The old node leaves the return path at once. Its store stays
+	 * mapped here: it tells which copies the old splicer made stale. */
+	detach_rc = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
+	if (detach_rc)
+		nfsl_err("detaching the old instance failed (above): it slices nothing, its "
+			 "splicer may still splice; detach it by hand");
+	t_detached = nfsl_now_ns();
+	/* 7. Until no imported payload is left (or the wait ends), then the
+	 * old key is forgotten: cleared first, wiped once nothing reads it. */
+	follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
+		       (__u64)d->cfg.ttl_us * 1000, &f);
+	if (key_old_write(m->tdir, NULL, &(struct key_old_change){ .clear = true }) ||
+	    key_old_write(m->tdir, NULL, &(struct key_old_change){ .wipe = true })) {
+		nfsl_err("clearing the old key failed: the new instance still honours it "
+			 "(harmless; detach and attach to drop it)");
+		goto out;
+	}
+	t_end = nfsl_now_ns();
+	rc = detach_rc ? -1 : 0;
+	if (!o->json) {
+		printf("nfslice: domain '%s' copied to %s: unsliced for %.3f ms, %u payloads "
+		       "copied (%llu bytes), %u imported; of those %u spliced there, %u "
+		       "spliced by the old instance after the copy (freed), %u freed at the "
+		       "TTL, %u left at the end of the wait (freed); the old key honoured for "
+		       "%.1f ms; %.1f ms in all\n",
+		       o->name, o->to, (t_start - t_stop) / 1e6, saved.saved,
+		       (unsigned long long)saved.bytes, imp.restored, f.spliced, f.stale,
+		       f.expired, f.left + f.raced, (t_end - t_start) / 1e6,
+		       (t_end - m->t0) / 1e6);
+		goto out;
+	}
+	jsonw_init(&jw, stdout);
+	jsonw_start_object(&jw);
+	jsonw_string_field(&jw, "name", o->name);
+	jsonw_string_field(&jw, "to", o->to);
+	jsonw_string_field(&jw, "mode", "copy");
+	jsonw_uint_field(&jw, "unsliced_ns", t_start - t_stop);
+	jsonw_uint_field(&jw, "busy_at_switch", saved.saved);
+	jsonw_uint_field(&jw, "skipped", saved.skipped);
+	jsonw_uint_field(&jw, "bytes", saved.bytes);
+	jsonw_uint_field(&jw, "imported", imp.restored);
+	jsonw_uint_field(&jw, "conflicts", imp.conflicts);
+	jsonw_uint_field(&jw, "raised", imp.raised);
+	jsonw_uint_field(&jw, "spliced_new", f.spliced);
+	jsonw_uint_field(&jw, "stale_copies", f.stale);
+	jsonw_uint_field(&jw, "expired", f.expired);
+	jsonw_uint_field(&jw, "busy_left", f.left + f.raced);
+	jsonw_uint_field(&jw, "total_ns", t_end - m->t0);
+	/* The phases: new instance attached (and the lock waited for); old
+	 * stopped .. image taken; imported; old detached; the old key
+	 * honoured. */
+	jsonw_uint_field(&jw, "lock_wait_ns", lock_ns);
+	jsonw_uint_field(&jw, "attach_ns", t_stop - m->t0);
+	jsonw_uint_field(&jw, "export_ns", t_saved - t_stop);
+	jsonw_uint_field(&jw, "import_ns", t_imported - t_saved);
+	jsonw_uint_field(&jw, "detach_ns", t_detached - t_start);
+	jsonw_uint_field(&jw, "key_old_ns", t_end - t_start);
+	jsonw_end_object(&jw);
+out:
+	switch_unlock(&lock);
+	free(refs);
+	nfsl_ckpt_unmap(buf, size);
+	if (memfd >= 0)
+		close(memfd);
+	nfsl_ckpt_dstore_close(&ods);
+	nfsl_ckpt_dstore_close(&nds);
+	if (nd.store_fd >= 0)
+		nfsl_domain_close(&nd);
+	return rc;
+}
+
+/* Count the comma-separated names of @list (NULL: 0). */
+static __u32 count_list(const char *list)
+{
+	__u32 n = list && *list;
+
+	for (; list && *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+static int run_migrate(void *p, int argc, char **argv)
+{
+	const struct migrate_opts *o = p;
+	struct mig m = { .o = o };
+	char slots[16], keep[16], expiry[16];
+	int n = 11, err, rc;
+
+	if (!o->to)
+		return nfsl_err("--to NETNS is required: the namespace of the new instance "
+				"(a name under /run/netns, or a path)"), NFSL_EXIT_USAGE;
+	if (snprintf(m.ns, sizeof(m.ns), strchr(o->to, '/') ? "%s" : "/run/netns/%s", o->to) >=
+	    (int)sizeof(m.ns) || access(m.ns, R_OK))
+		return nfsl_err("--to %s: no such network namespace (%s): give a name "
+				"'ip netns list' shows, or a path", o->to, m.ns), NFSL_EXIT_USAGE;
+	err = nfsl_domain_open(&m.d, o->name);
+	if (err)
+		return nfsl_err_domain(err, o->name);
+	snprintf(slots, sizeof(slots), "%u", m.d.cfg.slots);
+	if (o->mode == MODE_COPY) {
+		/* Every old index a slot of the new store: its partitions are
+		 * CPUs x (1 + NF ports) of equal size (nfsl_config_split). */
+		int ncpus = libbpf_num_possible_cpus();
+		__u32 parts = (ncpus > 0 ? ncpus : 1) * (1 + count_list(o->nf_ports));
+
+		snprintf(slots, sizeof(slots), "%u", (m.d.cfg.slots + parts - 1) / parts * parts);
+	}
+	snprintf(keep, sizeof(keep), "%u", m.d.cfg.keep);
+	snprintf(expiry, sizeof(expiry), "%u", m.d.cfg.expiry);
+	m.wait_ms = o->wait_ms != UINT32_MAX ? o->wait_ms :
+		    m.d.cfg.ttl_us ? m.d.cfg.ttl_us / 1000 : 1000;
+	memcpy(m.att, (char *[]){ "attach", "--name", o->name, "--threshold", "65535",
+				  "--slots", slots, "--keep", keep, "--expiry", expiry },
+	       11 * sizeof(char *));
+	if (o->nf_ports) {
+		m.att[n++] = "--nf-port";
+		m.att[n++] = o->nf_ports;
+	}
+	for (int i = 0; i < argc && n < 30; i++)
+		m.att[n++] = argv[i];
+	m.att[n] = NULL;
+	m.t0 = nfsl_now_ns();
+	rc = o->mode == MODE_COPY ? run_copy(&m) : run_drain(&m);
+	if (m.d.store_fd >= 0)
+		nfsl_domain_close(&m.d);
+	return rc;
 }
 
 #define OFF(f) offsetof(struct migrate_opts, f)
@@ -228,35 +641,63 @@ static const struct nfsl_opt migrate_table[] = {
 	  .help = "domain name, here and in the target (default: default)" },
 	{ "to", NFSL_OPT_STR, OFF(to), .metavar = "NETNS",
 	  .help = "namespace of the new instance: a name under /run/netns, or a path" },
+	{ "mode", NFSL_OPT_ENUM, OFF(mode), .choices = migrate_modes, .metavar = "MODE",
+	  .help = "drain (the old splicer stays until its payloads are spliced) or copy "
+		  "(the payloads move, the old node leaves at once) (default: drain)" },
 	{ "nf-port", NFSL_OPT_STR, OFF(nf_ports), .metavar = "IFACE[,IFACE]",
 	  .help = "NF ports of the new instance (attach --nf-port)" },
 	{ "wait", NFSL_OPT_U32, OFF(wait_ms), 0, 600000, .metavar = "MS",
-	  .help = "longest drain of the old instance, ms (default: its TTL, else 1000)" },
-	{ "json", NFSL_OPT_FLAG, OFF(json), .help = "print the timings as one JSON object" },
+	  .help = "drain: longest drain of the old instance; copy: longest time the new "
+		  "one honours the old key; ms (default: the TTL, else 1000)" },
+	{ "json", NFSL_OPT_FLAG, OFF(json), .help = "print the counts and timings (ns) as one "
+						  "JSON object" },
 	{ NULL },
 };
 
 const struct nfsl_cmd nfsl_cmd_migrate = {
 	.name = "migrate",
-	.summary = "move a domain to a new instance in another namespace (drain)",
+	.summary = "move a domain to a new instance in another namespace (drain or copy)",
 	.args = "IFACE...",
 	.min_args = 1,
 	.max_args = 16,
 	.description =
 		"Moves domain NAME of this namespace to a new instance on the same path\n"
 		"in namespace NETNS (e.g. one standing in for a smart NIC), attached to\n"
-		"IFACE... there, while traffic flows, in drain mode: nothing copied,\n"
-		"nothing buffered. The new instance is attached with its own key and a\n"
-		"threshold no frame reaches (slots, keep, expiry and TTL as the old\n"
-		"one's); the old one stops slicing (threshold 65535); the new one starts\n"
-		"(the old threshold); the old splicer splices what the old slicer parked\n"
-		"until its store is empty or --wait ms have passed; then the old domain\n"
-		"is detached. Tokens of either instance pass the other untouched (not\n"
-		"its key: bad_token), and a sliced header is never sliced again, so the\n"
-		"two never drop each other's packets. Prints the unsliced window (between\n"
-		"stop and start), the payloads parked at the switch and left after the\n"
-		"drain (lost with the old store), and the total time; --json adds its\n"
-		"phases (attach_ns: the new instance; drain_ns; detach_ns: the old one).",
+		"IFACE... there, while traffic flows (UNO §3.3.2, loss-free migration:\n"
+		"start the new instance, move the state, switch, retire the old one).\n"
+		"The new instance is attached with its own key and a threshold no frame\n"
+		"reaches (keep, expiry and TTL as the old one's); the old one stops\n"
+		"slicing (threshold 65535). Tokens of either instance pass the other\n"
+		"untouched (not its key), and a sliced header is never sliced again, so\n"
+		"the two never drop each other's packets.\n"
+		"\n"
+		"drain (default): nothing copied. The new one starts (the old\n"
+		"threshold, slots as the old one's); the old splicer splices what the\n"
+		"old slicer parked until its store is empty or --wait ms have passed;\n"
+		"then the old domain is detached. For an old node that stays on the\n"
+		"return path until then.\n"
+		"\n"
+		"copy: for an old node that leaves the return path at once. The new\n"
+		"store gets at least the old one's slots (rounded up to its\n"
+		"partitions) so every index stays a slot. The old store's parked\n"
+		"payloads (index, generation, bytes, metadata, parked time with a clock\n"
+		"reference) and every slot's generation are copied into the new store\n"
+		"(a checkpoint image in memory, docs/format.md), the old key becomes the\n"
+		"new instance's second key, the new one starts slicing and splices\n"
+		"tokens of both keys, and the old domain is detached without a drain\n"
+		"(detach --no-drain). A copy whose header the old splicer spliced after\n"
+		"the copy is freed as soon as the old store shows it; one whose header\n"
+		"does not come back within the TTL (or --wait) is freed then. When no\n"
+		"copy is left, the old key is forgotten and the command returns.\n"
+		"\n"
+		"Prints the unsliced window (old stopped .. new started, copy included)\n"
+		"and the total time; drain: payloads parked at the switch and left after\n"
+		"the drain (lost with the old store); copy: payloads and bytes copied,\n"
+		"imported, and how each copy ended. --json gives them as unsliced_ns,\n"
+		"total_ns, busy_at_switch, busy_left and the phases (drain: attach_ns,\n"
+		"drain_ns, detach_ns; copy: attach_ns, export_ns, import_ns, detach_ns,\n"
+		"key_old_ns; copy adds bytes, imported, conflicts, raised, spliced_new,\n"
+		"stale_copies, expired).",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = migrate_table,

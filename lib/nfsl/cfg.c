@@ -35,22 +35,17 @@ range:
 	return -ERANGE;
 }
 
-int nfsl_config_update(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
-		       const void *arg, struct nfsl_config *out, char *err, size_t errlen)
+int nfsl_config_update_locked(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
+			      const void *arg, struct nfsl_config *out, char *err, size_t errlen)
 {
 	struct nfsl_domain d;
 	__u32 zero = 0;
-	int lock, rc;
+	int rc;
 
 	*err = '\0';
-	lock = nfsl_domains_lock();
-	if (lock < 0) {
-		snprintf(err, errlen, "cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
-		return lock;
-	}
 	rc = nfsl_domain_open_dir(&d, dir);
 	if (rc)
-		goto out_unlock;
+		return rc;
 	if (if_gen && *if_gen != d.cfg.cfg_gen) {
 		snprintf(err, errlen,
 			 "the configuration changed since generation %u (now %u): read it "
@@ -73,7 +68,21 @@ out:
 	if (out)
 		*out = d.cfg;
 	nfsl_domain_close(&d);
-out_unlock:
+	return rc;
+}
+
+int nfsl_config_update(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
+		       const void *arg, struct nfsl_config *out, char *err, size_t errlen)
+{
+	int lock, rc;
+
+	*err = '\0';
+	lock = nfsl_domains_lock();
+	if (lock < 0) {
+		snprintf(err, errlen, "cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		return lock;
+	}
+	rc = nfsl_config_update_locked(dir, if_gen, change, arg, out, err, errlen);
 	close(lock);
 	return rc;
 }

@@ -69,4 +69,14 @@ typedef int (*nfsl_config_fn)(struct nfsl_domain *d, const void *arg, char *err,
 int nfsl_config_update(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
 		       const void *arg, struct nfsl_config *out, char *err, size_t errlen);
 
+/*
+ * nfsl_config_update_locked - the same for a caller that holds the
+ * host-wide lock already (nfsl_domains_lock): a migration's switch makes
+ * several changes of two domains in a row and must not wait for another
+ * session's lock between them (that wait would be unsliced time).
+ */
+int nfsl_config_update_locked(const char *dir, const __u32 *if_gen, nfsl_config_fn change,
+			      const void *arg, struct nfsl_config *out, char *err,
+			      size_t errlen);
+
 #endif /* NFSL_CFG_H */

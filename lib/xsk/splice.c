@@ -84,7 +84,7 @@ static bool xsk_token_find(const struct nfsl_xsk_store *st, __u8 *frame, __u32 l
 	if (!nfsl_token_index(tok, &idx))
 		return false;
 	*s = idx < st->nslots ? &st->slots[idx] : NULL;
-	return nfsl_token_ours(tok, *s, st->cfg.key);
+	return nfsl_token_ours_cfg(tok, *s, &st->cfg);
 }
 
 int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,

@@ -31,7 +31,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -40,92 +39,13 @@ import urllib.request
 import pytest
 
 import nftap
-from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, ROOT, describe, must, name, poll,
+from nfload import (FILE_BYTES, HTTP_PORT, NFSLICED, PORT, RAW_SEND, RECV,
+                    SEND, SIZE, Daemon, finish, pcap_frames, scrape,
+                    udp_endpoints)
+from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll,
                    run, settle)
-from nfsltopo import start_process, stop_process
 
-NFSLICED = str(ROOT / "build" / "nfsliced")
 DOMAIN = "mgr"
-SIZE = 1200          # UDP payload bytes: sliced at the default threshold
-RATE = 4000          # datagrams/s
-COUNT = 40000        # more than the test needs: stopped with SIGUSR2
-PORT = 5201          # the rig's ACL forwards UDP 5201
-
-
-def free_port():
-    """A loopback TCP port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def scrape(port):
-    """GET /metrics: {(metric, netns, domain): value}, and the raw text."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                timeout=10) as r:
-        assert r.headers["Content-Type"] == "text/plain; version=0.0.4"
-        text = r.read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        if "le=" in line:
-            continue  # histogram buckets: read from the text
-        m = re.fullmatch(r'(\w+)(?:\{netns="(\d+)",domain="([^"]+)"\})? (\d+)',
-                         line)
-        assert m, f"not a sample line: {line!r}"
-        out[(m[1], int(m[2]) if m[2] else None, m[3])] = int(m[4])
-    return out, text
-
-
-class Daemon:
-    """build/nfsliced on the host with a private socket; stderr kept."""
-
-    def __init__(self, tmp, *args):
-        self.sock = str(tmp / "nfsliced.sock")
-        self.port = free_port()
-        self.log = tmp / "nfsliced.log"
-        self.env = {**os.environ, "NFSLICE_SOCKET": self.sock}
-        self.f = open(self.log, "w")
-        self.p = start_process([NFSLICED, "--socket", self.sock,
-                                "--metrics-port", str(self.port),
-                                "--log-level", "debug", *args], stderr=self.f)
-        try:
-            poll(lambda: os.path.exists(self.sock) or
-                 self.p.poll() is not None, 10, "nfsliced serving its socket")
-            assert self.p.poll() is None, f"nfsliced exited: {self.text()}"
-        except AssertionError:
-            self.stop()
-            raise
-
-    def text(self):
-        return self.log.read_text()
-
-    def call(self, req, raw=None):
-        """One request (or the RAW bytes) on a fresh connection: the
-        response object."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(10)
-            s.connect(self.sock)
-            s.sendall(raw if raw is not None else
-                      json.dumps(req).encode() + b"\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                assert chunk, f"nfsliced closed the connection: {buf!r}"
-                buf += chunk
-        return json.loads(buf)
-
-    def stop(self, sig=signal.SIGTERM):
-        """Signal it; its exit status (within 10 s)."""
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            rc = self.p.wait(timeout=10)
-        finally:
-            stop_process(self.p, 5)
-            self.f.close()
-        return rc
 
 
 @pytest.fixture(scope="module")
@@ -314,24 +234,6 @@ def test_gc_removes_gone_namespace(tmp_path):
             run(["rm", "-rf", str(pins)])
 
 
-def udp_endpoints(rig):
-    """Checked UDP (nftap.py udp): the server receives flow 1 from the
-    client. (client, server) Popens, both ready; the client starts on
-    SIGUSR1."""
-    procs = []
-    for role, args in (("srv", ["--bind", f"{rig.env['SRV_IP4']},{PORT}",
-                                "--expect", "1"]),
-                       ("cli", ["--flow", f"1,{rig.env['CLI_IP4']},"
-                                f"{rig.env['SRV_IP4']},{PORT}"])):
-        p = rig.spawn(role, PY, str(nftap.HERE), "udp", "--size", SIZE,
-                      "--count", COUNT, "--rate", RATE, *args,
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        line = nftap.Lab.readline(p, 10)
-        assert line.strip() == "ready", (line, p.args)
-        procs.append(p)
-    return procs[1], procs[0]
-
-
 def sliced(rig):
     return rig.stats(DOMAIN)["sliced"]
 
@@ -372,7 +274,7 @@ def test_reconfigure_under_traffic(rig, daemon):
         poll(lambda: sliced(rig) >= s_stop + 300, 10,
              "slicing again after threshold 256")
         os.killpg(cli.pid, signal.SIGUSR2)
-        rep_cli, rep_srv = _finish(cli), _finish(srv)
+        rep_cli, rep_srv = finish(cli), finish(srv)
     finally:
         for p in (cli, srv):
             if p.poll() is None:
@@ -388,19 +290,6 @@ def test_reconfigure_under_traffic(rig, daemon):
     assert after["evicted"] == before["evicted"], numbers
 
 
-def _finish(p, timeout=20):
-    """P's last JSON line once it exits (SIGTERM after TIMEOUT s)."""
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGTERM)
-        out, err = p.communicate(timeout=10)
-    for line in reversed(out.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise AssertionError(f"{p.args}: no report: {out!r} {err[-800:]!r}")
-
-
 def test_metrics_match_stats(rig, daemon):
     """After traffic, /metrics shows every counter of `nfslice stats`
     with the same value, the occupancy and the configuration; other paths
@@ -412,7 +301,7 @@ def test_metrics_match_stats(rig, daemon):
         s0 = sliced(rig)
         poll(lambda: sliced(rig) >= s0 + 500, 10, "500 datagrams sliced")
         os.killpg(cli.pid, signal.SIGUSR2)
-        _finish(cli), _finish(srv)
+        finish(cli), finish(srv)
     finally:
         for p in (cli, srv):
             if p.poll() is None:
@@ -454,10 +343,6 @@ def test_metrics_match_stats(rig, daemon):
         urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/other",
                                timeout=10)
     assert e.value.code == 404
-
-
-HTTP_PORT = 8080     # the rig's ACL forwards TCP 8080
-FILE_BYTES = 24 * 1024 * 1024
 
 
 def prog_ids(rig):
@@ -513,7 +398,7 @@ def test_upgrade_under_traffic(rig, tmp_path):
             f"the download ended before the upgrades: after " \
             f"{time.monotonic() - t0:.1f} s, {out.stat().st_size} B"
         os.killpg(cli.pid, signal.SIGUSR2)
-        rep_cli, rep_srv = _finish(cli), _finish(srv)
+        rep_cli, rep_srv = finish(cli), finish(srv)
         assert curl.wait(timeout=60) == 0, curl.stderr.read()
     finally:
         for p in (cli, srv, curl):
@@ -541,53 +426,6 @@ def test_upgrade_under_traffic(rig, tmp_path):
 
 CKPT_PORT = 5301     # dropped in the DUT's forward chain by the test
 CKPT_N = 16
-
-SEND = """
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i in range(int(sys.argv[3])):
-    s.sendto(bytes([(i * 7 + k) % 251 for k in range(int(sys.argv[4]))]),
-             (sys.argv[1], int(sys.argv[2])))
-"""
-
-RECV = """
-import json, socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], int(sys.argv[2])))
-s.settimeout(10)
-print("ready", flush=True)
-got = []
-try:
-    while len(got) < int(sys.argv[3]):
-        got.append(s.recv(65536).hex())
-except socket.timeout:
-    pass
-print(json.dumps(got), flush=True)
-"""
-
-# IP packets (Ethernet stripped) sent as they are from the DUT: they leave
-# through dut1, whose splicer splices them.
-RAW_SEND = """
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-for h in sys.stdin.read().split():
-    pkt = bytes.fromhex(h)
-    s.sendto(pkt, (socket.inet_ntoa(pkt[16:20]), 0))
-"""
-
-
-def pcap_frames(path):
-    """The frames of a pcap file (libpcap format, any byte order)."""
-    import struct
-    data = path.read_bytes()
-    end = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
-    out, off = [], 24
-    while off + 16 <= len(data):
-        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
-        out.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return out
-
 
 def test_checkpoint_restore(rig, tmp_path):
     """Parked payloads survive a checkpoint, a detach, an attach with a
@@ -670,98 +508,6 @@ def test_checkpoint_restore(rig, tmp_path):
     assert (st1["stale"], st1["bad_token"], st1["slots_busy"]) == \
         (st0["stale"], st0["bad_token"], st0["slots_busy"] - CKPT_N), st1
     must(rig.exec("dut", "nft", "delete", "table", "inet", "nfit_ckpt"))
-
-
-# ------------------------------------------------------------ migration --
-# cli - nic - dut - nic - srv (nftap.nic_lab): the domain starts inline in
-# the DUT (d0, d1) and moves to the NIC (wire ports as domain interfaces,
-# host ports as NF ports: the park roles).
-MIG = nftap.NIC_ADDRS
-
-
-@pytest.fixture
-def nicrig():
-    lab = nftap.Lab("mig", NFSLICE)
-    try:
-        nftap.nic_lab(lab)
-        yield lab
-    finally:
-        problems = lab.destroy()
-        assert not problems, problems
-
-
-lab_if_drops = nftap.nic_lab_drops
-
-
-def test_migrate_drain_under_traffic(nicrig, tmp_path):
-    """The domain moves from the DUT to the NIC while UDP flows and a
-    24 MB download runs: every datagram delivered intact (or counted
-    dropped by the receiving socket; no interface drops one: the splicers
-    come and go on TCX, no qdisc is grafted), the file's sha256 right,
-    nothing stale or replayed; nothing left parked in the DUT's store when
-    it goes; the NIC slices and splices every payload itself (no foreign
-    token reaches it: bad_token 0)."""
-    lab = nicrig
-    name = "mig"
-    must(lab.nfslice("dut", "attach", "--name", name, "d0", "d1"))
-    www = tmp_path / "www"
-    www.mkdir()
-    data = os.urandom(FILE_BYTES)
-    (www / "blob").write_bytes(data)
-    http = lab.spawn("srv", PY, "-m", "http.server", str(HTTP_PORT), "--bind",
-                     MIG["srv"], "--directory", str(www))
-    poll(lambda: lab.exec("srv", "ss", "-ltn", check=False).stdout.count(
-        f":{HTTP_PORT}") > 0, 10, "http.server listening")
-    srv = lab.spawn("srv", PY, str(nftap.HERE), "udp", "--size", str(SIZE),
-                    "--count", str(COUNT), "--rate", str(RATE), "--bind",
-                    f"{MIG['srv']},{PORT}", "--expect", "1")
-    cli = lab.spawn("cli", PY, str(nftap.HERE), "udp", "--size", str(SIZE),
-                    "--count", str(COUNT), "--rate", str(RATE), "--flow",
-                    f"1,{MIG['cli']},{MIG['srv']},{PORT}")
-    for p in (srv, cli):
-        assert nftap.Lab.readline(p, 10).strip() == "ready"
-    out = tmp_path / "blob"
-    curl = lab.spawn("cli", "curl", "-sS", "--fail", "--max-time", "60",
-                     "--limit-rate", "2M", "-o", str(out),
-                     f"http://{MIG['srv']}:{HTTP_PORT}/blob")
-    drops0 = lab_if_drops(lab)
-    os.killpg(cli.pid, signal.SIGUSR1)
-    dut_sliced = lambda: lab.stats("dut", name)["sliced"]  # noqa: E731
-    poll(lambda: dut_sliced() >= 2000, 10, "2000 sliced on the DUT")
-    cp = lab.nfslice("dut", "migrate", "--name", name, "--to",
-                     lab.ns("nic"), "--nf-port", "h0,h1", "--json", "w0", "w1")
-    assert cp.returncode == 0, describe(cp)
-    mig = json.loads(cp.stdout)
-    print(f"migrate: {mig}")
-    assert mig["busy_left"] == 0, mig
-    assert mig["attach_ns"] + mig["unsliced_ns"] + mig["drain_ns"] + \
-        mig["detach_ns"] <= mig["total_ns"], mig
-    nic = lambda: lab.stats("nic", name)  # noqa: E731
-    s0 = nic()["sliced"]
-    poll(lambda: nic()["sliced"] >= s0 + 2000, 10, "2000 sliced on the NIC")
-    assert curl.poll() is None, "the download ended before the migration"
-    os.killpg(cli.pid, signal.SIGUSR2)
-    rep_cli, rep_srv = _finish(cli), _finish(srv)
-    assert curl.wait(timeout=60) == 0
-    lab.stop(http)
-    assert hashlib.sha256(out.read_bytes()).digest() == \
-        hashlib.sha256(data).digest()
-    assert lab.nfslice("dut", "status", "--name", name).returncode == 1, \
-        "the DUT's instance is still attached"
-    after = settle(lambda: nic())
-    got = nftap.summarize(rep_srv, [1])
-    sent = rep_cli["sent"]["1"]
-    counted = rep_srv["socket_drops"] + lab_if_drops(lab) - drops0
-    numbers = f"migrate {mig}; sent {sent}, received {got}, drops counted " \
-              f"{counted} (sockets, interfaces); NIC {after}"
-    assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
-    # Zero loss: what a receiving socket's full buffer dropped is counted
-    # there and is not the migration's (interface drop counters, in the
-    # message, also count traffic of no flow here).
-    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
-    for k in ("stale", "replayed", "too_big", "evicted", "bad_token"):
-        assert after[k] == 0, numbers
-    assert after["spliced"] + after["slots_busy"] == after["sliced"], numbers
 
 
 DROP_PORT = 5302     # dropped in the DUT's forward chain: a 30% "NF drop"

@@ -26,10 +26,9 @@ import time
 import pytest
 
 import nftap
-from nfrig import describe, must, name, poll, settle
+from nfload import FILE_BYTES, HTTP_PORT, finish, udp_endpoints
+from nfrig import PY, describe, must, name, poll, settle
 from test_cli import CT_LIBERAL
-from test_manager import (FILE_BYTES, HTTP_PORT, PY, _finish,
-                          udp_endpoints)
 
 DOMAIN = "mgr"   # udp_endpoints' rig ACL and names: as test_manager.py
 
@@ -86,7 +85,7 @@ def test_checkpoint_restore_under_traffic(rig, tmp_path):
              "2000 sliced by the restored instance")
         assert curl.poll() is None, "the download ended before the restore"
         os.killpg(cli.pid, signal.SIGUSR2)
-        rep_cli, rep_srv = _finish(cli), _finish(srv)
+        rep_cli, rep_srv = finish(cli), finish(srv)
         assert curl.wait(timeout=90) == 0, curl.stderr.read()
     finally:
         for p in (cli, srv, curl):
