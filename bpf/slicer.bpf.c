@@ -375,6 +375,11 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		 * sliced packet gets the seed of its own length. */
 		csum = nfsl_csum_seed(pseudo, new_l4);
 		partial = NFSL_SLOT_F_PARTIAL;
+		if (nfsl_seed_ambiguous(pseudo, hk, rx_csum, old_l4, new_l4, udp, tsum, csum)) {
+			nfsl_slot_release(s, t.gen);
+			cnt->skipped_csum++;
+			return XDP_PASS;
+		}
 	} else {
 		csum = nfsl_slice_csum(pseudo, hk, csum, old_l4, new_l4, udp,
 				       tsum, &psum);

@@ -160,6 +160,30 @@ NFSL_INLINE __u16 nfsl_slice_csum(__u32 pseudo, __u32 hk, __u16 csum,
 }
 
 /*
+ * nfsl_seed_ambiguous - would the sliced header of a CHECKSUM_PARTIAL
+ * packet be ambiguous? Its checksum field holds @seed, the seed of its
+ * @new_len L4 bytes (nfsl_csum_seed); if that seed is also its full
+ * checksum (1 case in 65536), nothing downstream can tell a header still
+ * to complete from a completed one: an AF_XDP NF leaves it as it is, and
+ * the splicer, taking it for a seed, would give the spliced packet a seed
+ * that no device completes. @pseudo, @hk, @csum (the received field, the
+ * original's seed), @old_len, @udp and @tok as nfsl_slice_csum.
+ */
+NFSL_INLINE bool nfsl_seed_ambiguous(__u32 pseudo, __u32 hk, __u16 csum, __u32 old_len,
+				     __u32 new_len, bool udp, __u16 tok, __u16 seed)
+{
+	__u32 s = nfsl_csum_add(pseudo, nfsl_htons(new_len));
+
+	s = nfsl_csum_add(s, hk);
+	if (udp) /* the UDP length field, in @hk as received */
+		s = nfsl_csum_add(s, nfsl_csum_len_delta(old_len, new_len, false));
+	s = nfsl_csum_add(s, (__u16)~csum); /* the field: seed for seed */
+	s = nfsl_csum_add(s, seed);
+	s = nfsl_csum_add(s, tok);
+	return nfsl_csum_fold(s) == 0xffff;
+}
+
+/*
  * nfsl_splice_csum - L4 checksum after the token is replaced by the parked
  * bytes (RFC 1624 Eqn. 3 on the current checksum, so NAT rewrites made
  * between slice and splice stay accounted for).

@@ -179,7 +179,7 @@ COUNTERS = (
     "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
     "skipped_route", "skipped_local", "skipped_l2", "skipped_mtu",
     "dropped_gso", "slice_failed", "splice_failed", "explicit_drop",
-    "bad_notice", "parked_bytes", "events_lost",
+    "bad_notice", "parked_bytes", "events_lost", "skipped_csum",
 )
 # The counters of the evictions user space makes (the TTL scan of nfsliced
 # and nfslice evict; include/nfsl_structs.h NFSL_MGR_COUNTERS), which

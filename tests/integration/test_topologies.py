@@ -429,7 +429,8 @@ def test_park_nf_xsk_shaped():
         rep = json.loads(nf.stdout.read().strip().splitlines()[-1])
         assert rep["final"], rep
         assert (res["received"], res["corrupt"]) == (count, 0), \
-            f"receiver {json.dumps(res)}, nfslice {json.dumps(st)}, nf {json.dumps(rep)}"
+            f"receiver {json.dumps(res)}, nfslice {json.dumps(st)}, nf " \
+            f"{json.dumps(rep)}, qdiscs {qdisc_stats(topo)}"
         assert res["sha256"] == expected_sha256(count), res
         assert st["sliced"] >= count and st["stale"] == 0, st
         # Whatever the NF sent came through the IFB's shaper (besides the
@@ -439,6 +440,26 @@ def test_park_nf_xsk_shaped():
             (ifb_packets(topo), sent0, rep["total"])
     finally:
         topo.teardown()
+
+
+def qdisc_stats(topo):
+    """Where a frame was lost, if a qdisc or a device counted it: (ns,
+    device, qdisc kind, packets, drops) of every qdisc, (ns, device, rx
+    dropped, tx dropped) of every device that dropped any."""
+    out = []
+    for role in ("cli", "slc", "nf", "srv"):
+        for q in json.loads(topo.check(role, "tc", "-s", "-j", "qdisc", "show")):
+            out.append((role, q.get("dev"), q.get("kind"), q.get("packets"),
+                        q.get("drops")))
+        for ln in json.loads(topo.check(role, "ip", "-s", "-j", "link", "show")):
+            st = ln.get("stats64", {})
+            drops = (st.get("rx", {}).get("dropped", 0),
+                     st.get("tx", {}).get("dropped", 0))
+            if any(drops):
+                out.append((role, ln["ifname"], *drops))
+    udp = topo.check("srv", "cat", "/proc/net/snmp").splitlines()
+    out.append(("srv", [ln for ln in udp if ln.startswith("Udp:")]))
+    return out
 
 
 def ifb_packets(topo):
