@@ -375,10 +375,21 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		 * sliced packet gets the seed of its own length. */
 		csum = nfsl_csum_seed(pseudo, new_l4);
 		partial = NFSL_SLOT_F_PARTIAL;
+		/* A seed that is also the header's full checksum (1 in
+		 * 65536) would be ambiguous downstream: the next generation
+		 * gives another token, hence another sum. */
 		if (nfsl_seed_ambiguous(pseudo, hk, rx_csum, old_l4, new_l4, udp, tsum, csum)) {
-			nfsl_slot_release(s, t.gen);
-			cnt->skipped_csum++;
-			return XDP_PASS;
+			if (!nfsl_slot_regen(s, t.gen, &t.gen))
+				goto abort;
+			nfsl_token_make(&tok, cfg->key, NFSL_TOKEN_WORD(t.idx, parked), t.gen);
+			tsum = nfsl_csum_at(nfsl_csum_fold(nfsl_csum_words(&tok, 4, 0)),
+					    tok_off - p->l4off);
+			if (nfsl_seed_ambiguous(pseudo, hk, rx_csum, old_l4, new_l4, udp, tsum,
+						csum)) {
+				nfsl_slot_release(s, t.gen);
+				cnt->skipped_csum++;
+				return XDP_PASS;
+			}
 		}
 	} else {
 		csum = nfsl_slice_csum(pseudo, hk, csum, old_l4, new_l4, udp,

@@ -179,6 +179,23 @@ NFSL_INLINE int nfsl_slot_take(struct nfsl_slot *s, __u32 expiry, __u32 now,
 }
 
 /*
+ * nfsl_slot_regen - move our claim of slot @s from generation @gen to the
+ * next one, for a token of another generation (the slicer's way out of an
+ * ambiguous checksum seed, nfsl_seed_ambiguous). Returns true with *@next,
+ * false when the slot no longer holds @gen.
+ */
+NFSL_INLINE bool nfsl_slot_regen(struct nfsl_slot *s, __u32 gen, __u32 *next)
+{
+	__u64 old = NFSL_READ_ONCE_U64(s->ctl);
+
+	if (NFSL_CTL_GEN(old) != gen || !NFSL_CTL_EXP(old) ||
+	    __sync_val_compare_and_swap(&s->ctl, old, NFSL_CTL(gen + 1, NFSL_CTL_EXP(old))) != old)
+		return false;
+	*next = gen + 1;
+	return true;
+}
+
+/*
  * nfsl_slot_busy - does slot @s still hold the payload of generation @gen?
  */
 NFSL_INLINE bool nfsl_slot_busy(struct nfsl_slot *s, __u32 gen)

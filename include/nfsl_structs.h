@@ -90,8 +90,8 @@ struct nfsl_slot {
 	X(bad_notice)    /* drop notice not ours or payload gone: dropped */   \
 	X(parked_bytes)  /* payload bytes kept out of the NF */                \
 	X(events_lost)   /* drop events the full ring buffer refused */       \
-	X(skipped_csum)  /* CHECKSUM_PARTIAL, sliced seed = full checksum: */ \
-			 /* passed unsliced (1 in 65536) */
+	X(skipped_csum)  /* CHECKSUM_PARTIAL, sliced seed = full checksum */ \
+			 /* under two generations: passed unsliced */
 
 struct nfsl_counters {
 #define NFSL_X_FIELD(name) __u64 name;
