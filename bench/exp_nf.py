@@ -7,6 +7,7 @@ NFSlicer §VI-C; docs/benchmarks-nf.md).
 usage: bench/exp_nf.py [--quick] [--runs N] [--out DIR] [--parts P ...]
                        [--modes inline|park ...] [--nfs NF ...]
                        [--sizes B ...] [--slicing off|on ...] [--rps]
+                       [--isolate] [--nf-cpu-quota F]
                        [--link-rate RATE] [--drops PCT ...]
                        [--expiries E ...] [--notices off|on ...]
 
@@ -124,6 +125,19 @@ units NUMBER{kbit,mbit,gbit}):
                     the NF server (IFB, shaper, forwarding, splicer) on
                     --gen-cpu (RPS on slcnf) instead of the NF's CPU, where
                     veth runs it by default (the AF_XDP transmit's CPU)
+  --isolate         park: --nf-cpu runs nfslice-nf and nothing else. The
+                    whole return path, from slcnf's receive (the slicer's
+                    XDP there included) to srv0, runs in slcnf's threaded
+                    NAPI thread pinned to --gen-cpu; unsliced, xdp_pass on
+                    slcnf gives veth that NAPI too. The NF server of
+                    NFSlicer §IV-V, whose cores run nothing else
+  --nf-cpu-quota F  hold nfslice-nf (all its threads, the kernel work in its
+                    system calls included) to F of one CPU, 0.01-1: 1 ms
+                    of CPU per 1/F ms (the kernel's smallest quota is 1 ms;
+                    a cpu cgroup, removed at the end; size --bx to hold
+                    what arrives in the rest of the period): an NF
+                    server with a fixed CPU budget, so that it and not
+                    --gen-cpu limits the NDR (with --isolate)
   --link-rate RATE  park link of fig12 and mix (default 50mbit)
   --link-queue-ms M its shaper's queue (tbf limit), ms at RATE (default 20,
                     at least 32 full frames; topo_park.sh's own 2 ms lost
@@ -224,6 +238,11 @@ def parse(argv):
                     help="shaper queue of that link, ms at its rate (20)")
     ap.add_argument("--rps", action="store_true",
                     help="park: the slicing host's receive from the NF on --gen-cpu (RPS)")
+    ap.add_argument("--isolate", action="store_true",
+                    help="park: --nf-cpu runs nfslice-nf alone (threaded NAPI on slcnf "
+                         "pinned to --gen-cpu)")
+    ap.add_argument("--nf-cpu-quota", type=float, metavar="FRAC",
+                    help="cap nfslice-nf at FRAC of a CPU (cgroup cpu: 1 ms per 1/FRAC ms)")
     ap.add_argument("--drops", nargs="+", type=int, help="fig12 denied %% (0 10 30 50)")
     ap.add_argument("--expiries", nargs="+", type=int, help="fig12 expiries (1 2 10)")
     ap.add_argument("--notices", nargs="+", choices=("off", "on"),
@@ -261,6 +280,10 @@ def parse(argv):
             rate_bps(r)
         except ValueError:
             ap.error(f"'{r}' is not a tc rate NUMBER{{kbit,mbit,gbit}} (e.g. 50mbit)")
+    if a.isolate and a.rps:
+        ap.error("--isolate moves the whole return path off --nf-cpu; drop --rps")
+    if a.nf_cpu_quota is not None and not 0.01 <= a.nf_cpu_quota <= 1:
+        ap.error("--nf-cpu-quota is a fraction of one CPU: 0.01 to 1 (e.g. 0.3)")
     B.check_cpus(ap, a)
     return a
 
@@ -403,17 +426,114 @@ class Inline:
 
 
 class ParkTopo(B.Topo):
-    """benchlib's park Topo with nfslice attach options."""
+    """benchlib's park Topo with nfslice attach options.
+
+    isolate_cpu (a CPU number or None): the slicing host receives what
+    the NF server sends back in slcnf's NAPI thread (threaded NAPI,
+    pinned to that CPU), not in the softirq veth raises on the NF's CPU
+    inside its transmit calls; unsliced, xdp_pass on slcnf gives veth a
+    NAPI there as the slicer does sliced."""
+    isolate_cpu = None
+    napi_threads = ()               # pids of slcnf's NAPI threads we pinned
+
+    def _clear(self):
+        was_pass = self.mode == "pass"
+        super()._clear()
+        if was_pass and self.isolate_cpu is not None:
+            run(["ip", "-n", self.ns("slc"), "link", "set", "dev", self.env["SLC_NF_IF"],
+                 "xdpdrv", "off"], check=False)
 
     def set_slicing(self, sliced, opts=()):
+        before = napi_pids(self.env["SLC_NF_IF"])
         if not sliced:
-            self.set_mode(False)
-            return
-        self._clear()
-        self.attach(*map(str, opts), "--ttl", str(self.ttl))
-        self.mode = "sliced"
-        self.slice_opts = list(opts)
-        time.sleep(0.2)                 # links settle after XDP changes
+            if self.mode != "pass":
+                self.set_mode(False)
+                if self.isolate_cpu is not None:
+                    run(["ip", "-n", self.ns("slc"), "link", "set", "dev",
+                         self.env["SLC_NF_IF"], "xdpdrv", "object", B.XDP_PASS,
+                         "program", "xdp_pass"])
+        else:
+            self._clear()
+            self.attach(*map(str, opts), "--ttl", str(self.ttl))
+            self.mode = "sliced"
+            self.slice_opts = list(opts)
+            time.sleep(0.2)             # links settle after XDP changes
+        if self.isolate_cpu is not None:
+            self.pin_napi(before)
+
+    def pin_napi(self, before):
+        """Threaded NAPI on slcnf, its threads on isolate_cpu. The threads
+        are told apart from other namespaces' slcnf by being new since
+        BEFORE (a mode change recreates veth's NAPI) or pinned by us."""
+        dev = self.env["SLC_NF_IF"]
+        self.exec("slc", "sh", "-c", f"echo 1 > /sys/class/net/{dev}/threaded")
+        now = napi_pids(dev)
+        ours = (set(self.napi_threads) & now) | (now - before)
+        if not ours:
+            raise RuntimeError(f"no NAPI thread of {dev} appeared: threaded NAPI "
+                               "did not take (veth needs XDP or GRO for NAPI)")
+        for pid in ours:
+            os.sched_setaffinity(pid, {self.isolate_cpu})
+        self.napi_threads = sorted(ours)
+
+
+def napi_pids(dev):
+    """pids of the kernel threads named napi/DEV-<id> (any namespace)."""
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                comm = (d / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith(f"napi/{dev}-"):
+                out.add(int(d.name))
+    return out
+
+
+class CpuCap:
+    """A cpu cgroup (v2 cpu.max or v1 cfs quota) holding nfslice-nf at
+    FRAC of one CPU: an NF server with a fixed share of a core (the park
+    rig's 2 vCPUs have no CPU to spare for it alone). The kernel's
+    smallest quota is 1 ms, so the period is 1 ms / FRAC: the NF runs
+    1 ms, then waits the rest of the period while its RX ring fills."""
+    QUOTA_US = 1000
+
+    def __init__(self, name, frac):
+        v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+        self.v2 = v2.exists()
+        base = Path("/sys/fs/cgroup") if self.v2 else Path("/sys/fs/cgroup/cpu")
+        self.path = base / name
+        self.period_us = int(round(self.QUOTA_US / frac))
+        self.path.mkdir()
+        try:
+            if self.v2:
+                (self.path / "cpu.max").write_text(f"{self.QUOTA_US} {self.period_us}\n")
+            else:
+                (self.path / "cpu.cfs_period_us").write_text(f"{self.period_us}\n")
+                (self.path / "cpu.cfs_quota_us").write_text(f"{self.QUOTA_US}\n")
+        except OSError:
+            self.remove()
+            raise
+
+    def add(self, pid):
+        """Move process PID (all its threads) into the cgroup."""
+        (self.path / "cgroup.procs").write_text(f"{pid}\n")
+
+    def stat(self):
+        """cpu.stat as {name: int} (nr_throttled, throttled_time/usec, ...)."""
+        out = {}
+        for line in (self.path / "cpu.stat").read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if v.strip().isdigit():
+                out[k] = int(v)
+        return out
+
+    def remove(self):
+        try:
+            self.path.rmdir()
+        except FileNotFoundError:
+            pass
 
 
 class ParkHost:
@@ -440,6 +560,9 @@ class Park:
             opts += ["--limit", max(32 * 1538, int(rate_bps(rate) / 8 * queue_ms / 1000))]
         self.topo = ParkTopo("park", prefix, opts, domain=domain)
         self.topo.ttl = a.ttl
+        if a.isolate:
+            self.topo.isolate_cpu = a.gen_cpu
+        self.cap = None
         self.host = None
         self.domain = None              # nfslice-nf gets no --name in park
 
@@ -460,7 +583,14 @@ class Park:
             mask = f"{1 << self.a.gen_cpu:x}"
             self.topo.exec("slc", "sh", "-c", f"for q in /sys/class/net/{e['SLC_NF_IF']}"
                            f"/queues/rx-*; do echo {mask} > $q/rps_cpus; done")
+        if self.a.nf_cpu_quota:
+            self.cap = CpuCap(self.topo.prefix + "-nf", self.a.nf_cpu_quota)
         self.topo.set_slicing(False)
+
+    def confine(self, pid):
+        """nfslice-nf's process PID into the --nf-cpu-quota cgroup."""
+        if self.cap:
+            self.cap.add(pid)
 
     def down(self):
         if self.host:
@@ -470,10 +600,15 @@ class Park:
                 except Exception:       # noqa: BLE001 (best effort)
                     pass
         self.topo.down()
+        if self.cap:
+            self.cap.remove()
 
     def leftovers(self):
         names = set(run(["ip", "netns", "list"], check=False).stdout.split())
-        return [f"namespace {n}" for n in names if n.startswith(self.topo.prefix + "-")]
+        left = [f"namespace {n}" for n in names if n.startswith(self.topo.prefix + "-")]
+        if self.cap and self.cap.path.exists():
+            left.append(f"cgroup {self.cap.path}")
+        return left
 
     def gen(self, traffic, rate, seconds, flows):
         e = self.topo.env
@@ -493,8 +628,20 @@ class Park:
         srv = t.link("srv", e["SRV_IF"])["rx"]
         nfl = t.link("slc", e["SLC_NF_IF"])
         q = {"to_nf": t.qdisc("slc", e["SLC_NF_IF"]), "from_nf": t.qdisc("slc", e["SLC_IFB"])}
+        extra = {}
+        for pid in t.napi_threads:
+            try:   # run time of slcnf's NAPI threads (isolate), ns
+                ns = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+            except (OSError, ValueError):
+                continue
+            extra["napi_ns"] = extra.get("napi_ns", 0) + ns
+        if self.cap:
+            st = self.cap.stat()
+            extra["nf_throttled"] = st.get("nr_throttled", 0)
+            extra["nf_throttled_us"] = st.get("throttled_usec",
+                                              st.get("throttled_time", 0) // 1000)
         return {"delivered": srv["packets"], "delivered_bytes": srv["bytes"],
-                "slicer": t.stats() or None,
+                "extra": extra, "slicer": t.stats() or None,
                 "link": {"slcnf_tx_dropped": nfl["tx"]["dropped"],
                          "slcnf_tx": nfl["tx"]["packets"], "slcnf_rx": nfl["rx"]["packets"],
                          **{f"{k}_{f}": v.get(f, 0) for k, v in q.items()
@@ -518,6 +665,8 @@ class Session:
     def __enter__(self):
         try:
             self.nf.start()
+            if hasattr(self.rig, "confine"):
+                self.rig.confine(self.nf.p.pid)
         except X.NFError as e:
             self.rec.update(error=str(e), evidence=e.evidence)
             self.problems.append({"what": "start", "error": str(e), **e.evidence})
@@ -607,6 +756,9 @@ class Session:
                                if rec["delivered_bytes"] is not None else None)
         if c0.get("link"):
             rec["link"] = {k: c1["link"][k] - c0["link"][k] for k in c0["link"]}
+        if c0.get("extra"):
+            rec.update({k: c1["extra"][k] - v for k, v in c0["extra"].items()
+                        if k in c1["extra"]})
         if c0["slicer"] and c1["slicer"]:
             rec["slicer"] = {k: c1["slicer"][k] - c0["slicer"][k] for k in c1["slicer"]
                              if isinstance(c1["slicer"][k], int)
