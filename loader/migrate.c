@@ -29,12 +29,16 @@
  *
  * The steps run as this program's own commands (attach, set, detach) in the
  * right namespace, each a child that enters it first; the copy and the
- * configuration writes are library calls on both domains' pins.
+ * configuration writes are library calls on both domains' pins. To
+ * another host (--to ssh://HOST, remote.h) every step there is a command
+ * run through ssh, the copy-mode import included (nfslice adopt, fed the
+ * image on its standard input).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +46,19 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <endian.h>
 #include <bpf/libbpf.h>
+#include <jansson.h>
 
 #include "nfslice.h"
 #include "cfg.h"
 #include "ckpt.h"
+#include "copyin.h"
 #include "nfsl_store.h"
 #include "domains.h"
 #include "json_writer.h"
 #include "netns.h"
+#include "remote.h"
 #include "util.h"
 
 enum { MODE_DRAIN, MODE_COPY };
@@ -120,33 +128,6 @@ static int sub(const char *ns, char *const argv[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* A configuration change of the domain at @dir (cfg.h), under the
- * host-wide lock: *@lock when it is held (>= 0: the switch takes it once,
- * so that no other session's command waits between its writes), else
- * taken for the write. */
-static int cfg_write(const char *dir, const int *lock, nfsl_config_fn change, const void *arg)
-{
-	char err[256];
-	int rc = lock && *lock >= 0 ?
-			 nfsl_config_update_locked(dir, NULL, change, arg, NULL, err, sizeof(err)) :
-			 nfsl_config_update(dir, NULL, change, arg, NULL, err, sizeof(err));
-
-	return rc ? nfsl_err("%s: %s", dir, *err ? err : strerror(-rc)) : 0;
-}
-
-static int apply_threshold(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
-{
-	d->cfg.threshold = *(const __u32 *)arg;
-	return 0;
-}
-
-/* The threshold of the domain at @dir, in place: a map write, so the
- * switch between the instances takes microseconds. */
-static int set_threshold(const char *dir, const int *lock, __u32 threshold)
-{
-	return cfg_write(dir, lock, apply_threshold, &threshold);
-}
-
 /* Take the host-wide lock for the switch; the ns waited into *@wait_ns. */
 static int switch_lock(__u64 *wait_ns)
 {
@@ -179,48 +160,36 @@ static int target_dir(const char *ns, const char *name, char *dir, size_t len)
 	return rc ? rc : nfsl_domain_dir_of(dir, len, cookie, name);
 }
 
-/* What the copy-mode configuration writes change (nfsl_config_update). */
-struct key_old_change {
-	bool set;         /* key_old = key (the flag as it is: nothing
-			   * verifies under it before the next write) */
-	__u64 key[2];
-	bool start;       /* slice (the old threshold) and honour key_old */
-	bool clear;       /* stop honouring key_old */
-	bool wipe;        /* zero key_old (after clear: nothing reads it) */
-	__u32 threshold;
-};
-
-static int apply_key_old(struct nfsl_domain *d, const void *arg, char *err, size_t errlen)
-{
-	const struct key_old_change *c = arg;
-
-	if (c->set)
-		memcpy(d->cfg.key_old, c->key, sizeof(d->cfg.key_old));
-	if (c->start) {
-		d->cfg.threshold = c->threshold;
-		d->cfg.flags |= NFSL_CFG_KEY_OLD;
-	}
-	if (c->clear)
-		d->cfg.flags &= ~NFSL_CFG_KEY_OLD;
-	if (c->wipe)
-		memset(d->cfg.key_old, 0, sizeof(d->cfg.key_old));
-	return 0;
-}
-
-static int key_old_write(const char *dir, const int *lock, const struct key_old_change *c)
-{
-	return cfg_write(dir, lock, apply_key_old, c);
-}
-
 /* What the steps share: the old domain, the target, the attach command. */
 struct mig {
 	const struct migrate_opts *o;
 	struct nfsl_domain d; /* the old instance */
-	char ns[PATH_MAX], tdir[PATH_MAX];
+	char ns[PATH_MAX], tdir[PATH_MAX]; /* the target namespace, the new pins */
+	bool remote;                        /* the target is another host: */
+	struct nfsl_remote rem;             /* every step there a command */
 	char *att[32];
 	__u32 wait_ms;
 	__u64 t0;
 };
+
+/* Run "nfslice ARGV..." where the new instance is: its namespace here, or
+ * its host. Returns the exit status, -1 when it could not run. */
+static int tsub(const struct mig *m, char *const argv[])
+{
+	return m->remote ? nfsl_remote_run(&m->rem, argv) : sub(m->ns, argv);
+}
+
+/* The new instance's threshold: a map write here, a command on a host. */
+static int tthreshold(const struct mig *m, const int *lock, __u32 threshold)
+{
+	char t[16];
+
+	if (!m->remote)
+		return nfsl_mig_threshold(m->tdir, lock, threshold);
+	snprintf(t, sizeof(t), "%u", threshold);
+	return tsub(m, (char *const[]){ "set", "--name", m->o->name, "--threshold", t, NULL }) ?
+		       nfsl_err("setting the threshold on %s failed (above)", m->o->to) : 0;
+}
 
 /* 1. The new instance, attached but holding: its own key, the old TTL. */
 static int attach_new(struct mig *m)
@@ -229,15 +198,17 @@ static int attach_new(struct mig *m)
 	int err;
 
 	snprintf(ttl, sizeof(ttl), "%u", m->d.cfg.ttl_us / 1000);
-	if (sub(m->ns, m->att)) {
+	if (tsub(m, m->att)) {
 		nfsl_err("attaching the new instance in %s failed (above); nothing changed",
 			 m->o->to);
 		return -1;
 	}
-	if (sub(m->ns, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
+	if (tsub(m, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
 		nfsl_err("setting the new instance's TTL failed; detach it in %s", m->o->to);
 		return -1;
 	}
+	if (m->remote)
+		return 0;
 	err = target_dir(m->ns, m->o->name, m->tdir, sizeof(m->tdir));
 	if (err) {
 		nfsl_err("cannot find the new instance's pins: %s; detach it in %s",
@@ -264,13 +235,13 @@ static int run_drain(struct mig *m)
 	if (lock < 0)
 		return -1;
 	t_stop = nfsl_now_ns();
-	if (set_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
+	if (nfsl_mig_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
 		switch_unlock(&lock);
 		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
 			 "detach the new one in %s", o->to);
 		return -1;
 	}
-	if (set_threshold(m->tdir, &lock, d->cfg.threshold)) {
+	if (tthreshold(m, &lock, d->cfg.threshold)) {
 		switch_unlock(&lock);
 		nfsl_err("starting the new instance failed: the old one splices what it parked "
 			 "and slices nothing; set its threshold back (nfslice set --threshold %u)",
@@ -324,75 +295,6 @@ static int run_drain(struct mig *m)
 	return 0;
 }
 
-/* The imported payloads as they end (copy mode, step 7). */
-struct follow {
-	__u32 spliced; /* freed on the new instance: spliced under key_old,
-			* or their slot's drop notice */
-	__u32 stale;   /* spliced by the old splicer after the copy: the copy
-			* freed (no header names it any more) */
-	__u32 expired; /* their header never came: freed at the TTL */
-	__u32 left;    /* still parked when the wait ended: freed then */
-	__u32 raced;   /* changed under the eviction: left to expiry */
-};
-
-/*
- * Follow the @n imported payloads @refs in the new store @news until each
- * is gone or @wait_ms passed from @t_start: a copy whose payload the old
- * store @olds (the detached instance's, still mapped) no longer holds
- * under that generation was spliced (or evicted) there, and no header
- * will claim it: freed at once; one older than @ttl_ns (0: none) freed as
- * the TTL scan would; the rest freed at the end. Frees by the TTL scan's
- * compare-and-swap (nfsl_slot_evict), so a copy being spliced meanwhile is
- * never freed under the splicer.
- */
-static void follow_imports(struct nfsl_slot *news, const struct nfsl_slot *olds,
-			   struct nfsl_ckpt_ref *refs, __u32 n, __u64 t_start, __u32 wait_ms,
-			   __u64 ttl_ns, struct follow *f)
-{
-	__u32 pending = n; /* refs[0, pending): not done yet */
-
-	for (;;) {
-		__u64 now = nfsl_now_ns(), pass;
-		bool last = now - t_start >= (__u64)wait_ms * 1000000;
-
-		for (__u32 k = 0; k < pending;) {
-			struct nfsl_ckpt_ref *r = &refs[k];
-			struct nfsl_slot *s = &news[r->index];
-			__u32 *why;
-
-			if (!nfsl_slot_busy(s, r->gen)) {
-				why = &f->spliced;
-			} else if (!nfsl_slot_busy((struct nfsl_slot *)&olds[r->index], r->gen)) {
-				why = &f->stale;
-			} else if (ttl_ns && now > r->parked_ns && now - r->parked_ns >= ttl_ns) {
-				why = &f->expired;
-			} else if (last) {
-				why = &f->left;
-			} else {
-				k++;
-				continue;
-			}
-			if (why != &f->spliced) {
-				int e = nfsl_slot_evict(s, r->gen, r->parked_ns);
-
-				if (e == NFSL_EVICT_GONE)
-					why = &f->spliced;
-				else if (e == NFSL_EVICT_RACED)
-					why = &f->raced;
-			}
-			(*why)++;
-			*r = refs[--pending]; /* done: the last pending one here */
-		}
-		if (!pending || last)
-			return;
-		/* A pass reads two cache lines per copy (~10 ms for 64k):
-		 * rest 4 passes' time, at least 1 ms, so that following takes
-		 * at most a fifth of a CPU from the splicers on it. */
-		pass = (nfsl_now_ns() - now) / 1000;
-		usleep(pass * 4 > 1000 ? pass * 4 : 1000);
-	}
-}
-
 /*
  * Give the image's memfd its pages before the old slicer stops: room for
  * the payloads parked now and a quarter more (whole slots: the largest
@@ -417,13 +319,66 @@ static void prealloc(int memfd, const struct nfsl_ckpt_dstore *ods)
  * new one goes (it sliced nothing). */
 static void copy_rollback(struct mig *m, int *lock, const char *why)
 {
-	int bad = set_threshold(m->d.dir, lock, m->d.cfg.threshold);
+	int bad = nfsl_mig_threshold(m->d.dir, lock, m->d.cfg.threshold);
 
 	switch_unlock(lock); /* the detach takes it */
-	bad |= sub(m->ns, (char *const[]){ "detach", "--name", m->o->name, NULL });
+	bad |= tsub(m, (char *const[]){ "detach", "--name", m->o->name, NULL });
 	nfsl_err("%s; %s", why,
 		 bad ? "rolling back failed too (above): check both instances" :
 		       "rolled back: the old instance slices again, the new one is detached");
+}
+
+/* What a copy-mode migration reports (both targets). */
+struct copy_report {
+	struct nfsl_ckpt_result saved, imp;
+	struct nfsl_follow f;
+	__u64 lock_ns, t0, t_stop, t_saved, t_imported, t_start, t_detached, t_end;
+};
+
+static void report_copy(const struct migrate_opts *o, const struct copy_report *r)
+{
+	const struct nfsl_follow *f = &r->f;
+	struct json_writer jw;
+
+	if (!o->json) {
+		printf("nfslice: domain '%s' copied to %s: unsliced for %.3f ms, %u payloads "
+		       "copied (%llu bytes), %u imported; of those %u spliced there, %u "
+		       "spliced by the old instance after the copy (freed), %u freed at the "
+		       "TTL, %u left at the end of the wait (freed); the old key honoured for "
+		       "%.1f ms; %.1f ms in all\n",
+		       o->name, o->to, (r->t_start - r->t_stop) / 1e6, r->saved.saved,
+		       (unsigned long long)r->saved.bytes, r->imp.restored, f->spliced, f->stale,
+		       f->expired, f->left + f->raced, (r->t_end - r->t_start) / 1e6,
+		       (r->t_end - r->t0) / 1e6);
+		return;
+	}
+	jsonw_init(&jw, stdout);
+	jsonw_start_object(&jw);
+	jsonw_string_field(&jw, "name", o->name);
+	jsonw_string_field(&jw, "to", o->to);
+	jsonw_string_field(&jw, "mode", "copy");
+	jsonw_uint_field(&jw, "unsliced_ns", r->t_start - r->t_stop);
+	jsonw_uint_field(&jw, "busy_at_switch", r->saved.saved);
+	jsonw_uint_field(&jw, "skipped", r->saved.skipped);
+	jsonw_uint_field(&jw, "bytes", r->saved.bytes);
+	jsonw_uint_field(&jw, "imported", r->imp.restored);
+	jsonw_uint_field(&jw, "conflicts", r->imp.conflicts);
+	jsonw_uint_field(&jw, "raised", r->imp.raised);
+	jsonw_uint_field(&jw, "spliced_new", f->spliced);
+	jsonw_uint_field(&jw, "stale_copies", f->stale);
+	jsonw_uint_field(&jw, "expired", f->expired);
+	jsonw_uint_field(&jw, "busy_left", f->left + f->raced);
+	jsonw_uint_field(&jw, "total_ns", r->t_end - r->t0);
+	/* The phases: new instance attached (and the lock waited for); old
+	 * stopped .. image taken; imported (to a host: sent and imported);
+	 * old detached; the old key honoured. */
+	jsonw_uint_field(&jw, "lock_wait_ns", r->lock_ns);
+	jsonw_uint_field(&jw, "attach_ns", r->t_stop - r->t0);
+	jsonw_uint_field(&jw, "export_ns", r->t_saved - r->t_stop);
+	jsonw_uint_field(&jw, "import_ns", r->t_imported - r->t_saved);
+	jsonw_uint_field(&jw, "detach_ns", r->t_detached - r->t_start);
+	jsonw_uint_field(&jw, "key_old_ns", r->t_end - r->t_start);
+	jsonw_end_object(&jw);
 }
 
 static int run_copy(struct mig *m)
@@ -433,12 +388,11 @@ static int run_copy(struct mig *m)
 	struct nfsl_ckpt_result saved, imp = {};
 	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 }, nds = { .tcursor_fd = -1 };
 	struct nfsl_domain nd = { .store_fd = -1 };
-	struct key_old_change kc = { .set = true };
+	struct nfsl_key_old_change kc = { .set = true };
 	struct nfsl_ckpt_ref *refs = NULL;
 	struct nfsl_ckpt_clock now;
 	struct nfsl_ckpt_img img;
-	struct json_writer jw;
-	struct follow f = {};
+	struct nfsl_follow f = {};
 	const void *buf = NULL;
 	char err[1024];
 	size_t size = 0;
@@ -469,7 +423,7 @@ static int run_copy(struct mig *m)
 	if (lock < 0)
 		goto out;
 	t_stop = nfsl_now_ns();
-	if (set_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
+	if (nfsl_mig_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
 		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
 			 "detach the new one in %s", o->to);
 		goto out;
@@ -494,13 +448,13 @@ static int run_copy(struct mig *m)
 	}
 	nfsl_ckpt_import(&img, &nds.st, &now, NFSL_CKPT_LIVE, refs, &imp);
 	memcpy(kc.key, img.cfg.key, sizeof(kc.key));
-	if (key_old_write(m->tdir, &lock, &kc)) {
+	if (nfsl_mig_key_old(m->tdir, &lock, &kc)) {
 		copy_rollback(m, &lock, "writing the old key into the new instance failed");
 		goto out;
 	}
 	t_imported = nfsl_now_ns();
 	/* 5. The new instance slices and honours both keys. */
-	if (key_old_write(m->tdir, &lock, &(struct key_old_change){
+	if (nfsl_mig_key_old(m->tdir, &lock, &(struct nfsl_key_old_change){
 						  .start = true, .threshold = d->cfg.threshold })) {
 		copy_rollback(m, &lock, "starting the new instance failed");
 		goto out;
@@ -516,55 +470,21 @@ static int run_copy(struct mig *m)
 	t_detached = nfsl_now_ns();
 	/* 7. Until no imported payload is left (or the wait ends), then the
 	 * old key is forgotten: cleared first, wiped once nothing reads it. */
-	follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
+	nfsl_follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
 		       (__u64)d->cfg.ttl_us * 1000, &f);
-	if (key_old_write(m->tdir, NULL, &(struct key_old_change){ .clear = true }) ||
-	    key_old_write(m->tdir, NULL, &(struct key_old_change){ .wipe = true })) {
+	if (nfsl_mig_key_old(m->tdir, NULL, &(struct nfsl_key_old_change){ .clear = true }) ||
+	    nfsl_mig_key_old(m->tdir, NULL, &(struct nfsl_key_old_change){ .wipe = true })) {
 		nfsl_err("clearing the old key failed: the new instance still honours it "
 			 "(harmless; detach and attach to drop it)");
 		goto out;
 	}
 	t_end = nfsl_now_ns();
 	rc = detach_rc ? -1 : 0;
-	if (!o->json) {
-		printf("nfslice: domain '%s' copied to %s: unsliced for %.3f ms, %u payloads "
-		       "copied (%llu bytes), %u imported; of those %u spliced there, %u "
-		       "spliced by the old instance after the copy (freed), %u freed at the "
-		       "TTL, %u left at the end of the wait (freed); the old key honoured for "
-		       "%.1f ms; %.1f ms in all\n",
-		       o->name, o->to, (t_start - t_stop) / 1e6, saved.saved,
-		       (unsigned long long)saved.bytes, imp.restored, f.spliced, f.stale,
-		       f.expired, f.left + f.raced, (t_end - t_start) / 1e6,
-		       (t_end - m->t0) / 1e6);
-		goto out;
-	}
-	jsonw_init(&jw, stdout);
-	jsonw_start_object(&jw);
-	jsonw_string_field(&jw, "name", o->name);
-	jsonw_string_field(&jw, "to", o->to);
-	jsonw_string_field(&jw, "mode", "copy");
-	jsonw_uint_field(&jw, "unsliced_ns", t_start - t_stop);
-	jsonw_uint_field(&jw, "busy_at_switch", saved.saved);
-	jsonw_uint_field(&jw, "skipped", saved.skipped);
-	jsonw_uint_field(&jw, "bytes", saved.bytes);
-	jsonw_uint_field(&jw, "imported", imp.restored);
-	jsonw_uint_field(&jw, "conflicts", imp.conflicts);
-	jsonw_uint_field(&jw, "raised", imp.raised);
-	jsonw_uint_field(&jw, "spliced_new", f.spliced);
-	jsonw_uint_field(&jw, "stale_copies", f.stale);
-	jsonw_uint_field(&jw, "expired", f.expired);
-	jsonw_uint_field(&jw, "busy_left", f.left + f.raced);
-	jsonw_uint_field(&jw, "total_ns", t_end - m->t0);
-	/* The phases: new instance attached (and the lock waited for); old
-	 * stopped .. image taken; imported; old detached; the old key
-	 * honoured. */
-	jsonw_uint_field(&jw, "lock_wait_ns", lock_ns);
-	jsonw_uint_field(&jw, "attach_ns", t_stop - m->t0);
-	jsonw_uint_field(&jw, "export_ns", t_saved - t_stop);
-	jsonw_uint_field(&jw, "import_ns", t_imported - t_saved);
-	jsonw_uint_field(&jw, "detach_ns", t_detached - t_start);
-	jsonw_uint_field(&jw, "key_old_ns", t_end - t_start);
-	jsonw_end_object(&jw);
+	report_copy(o, &(struct copy_report){
+			       .saved = saved, .imp = imp, .f = f, .lock_ns = lock_ns,
+			       .t0 = m->t0, .t_stop = t_stop, .t_saved = t_saved,
+			       .t_imported = t_imported, .t_start = t_start,
+			       .t_detached = t_detached, .t_end = t_end });
 out:
 	switch_unlock(&lock);
 	free(refs);
@@ -575,6 +495,204 @@ out:
 	nfsl_ckpt_dstore_close(&nds);
 	if (nd.store_fd >= 0)
 		nfsl_domain_close(&nd);
+	return rc;
+}
+
+/* The next protocol line of nfslice adopt (loader/adopt.c) from @in: the
+ * object when it is {"@event":true,...}, else NULL (the stream ended:
+ * adopt printed why on its standard error). */
+static json_t *adopt_line(FILE *in, const char *event)
+{
+	char *buf = NULL;
+	size_t cap = 0;
+	json_t *j = NULL;
+
+	if (getline(&buf, &cap, in) > 0)
+		j = json_loads(buf, 0, NULL);
+	free(buf);
+	if (j && json_is_true(json_object_get(j, event)))
+		return j;
+	json_decref(j);
+	return NULL;
+}
+
+static __u32 jnum(const json_t *j, const char *key)
+{
+	return (__u32)json_integer_value(json_object_get(j, key));
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * After the old instance's detach: tell adopt (@fd) which imported payloads
+ * the old splicer spliced after the image (its slot in @olds no longer
+ * holds that generation), as (index, generation) pairs of little-endian
+ * __u32. Returns how many.
+ */
+static __u32 send_stale(int fd, const void *buf, size_t size, struct nfsl_slot *olds)
+{
+	struct nfsl_ckpt_item it;
+	struct nfsl_ckpt_img img;
+	const char *pos;
+	char err[256];
+	__u32 n = 0;
+
+	if (nfsl_ckpt_parse(buf, size, NFSL_CKPT_TRUSTED, &img, err, sizeof(err)))
+		return 0;
+	pos = img.recs;
+	for (__u32 i = 0; i < img.nrecs; i++) {
+		__u32 gen, pair[2];
+
+		nfsl_ckpt_next(&img, &pos, &it);
+		gen = NFSL_CTL_GEN(it.rec.ctl);
+		if (nfsl_slot_busy(&olds[it.rec.index], gen))
+			continue;
+		pair[0] = htole32(it.rec.index);
+		pair[1] = htole32(gen);
+		if (write_all(fd, (const char *)pair, sizeof(pair)))
+			break;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Copy mode to another host: the steps of run_copy, with the new store's
+ * part done there by `nfslice adopt`, started before the old slicer stops
+ * (ssh and mapping the store take long) and fed the image (with its CRC:
+ * it crosses a network) through ssh, then, once the old instance is
+ * detached, the copies its splicer made stale meanwhile (send_stale), so
+ * that adopt frees them at once as run_copy's follow does.
+ */
+static int run_copy_remote(struct mig *m)
+{
+	const struct migrate_opts *o = m->o;
+	struct nfsl_domain *d = &m->d;
+	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 };
+	struct copy_report r = { .t0 = m->t0 };
+	char thr[16], wait[16], err[1024];
+	json_t *ready = NULL, *started = NULL, *done = NULL;
+	const void *buf = NULL;
+	size_t size = 0;
+	int memfd = -1, to = -1, from = -1, lock = -1, rc = -1, st;
+	void (*old_pipe)(int);
+	FILE *in = NULL;
+	pid_t pid = -1;
+	__u64 len;
+
+	if (attach_new(m))
+		return -1;
+	old_pipe = signal(SIGPIPE, SIG_IGN); /* a dead ssh: EPIPE, not death */
+	snprintf(thr, sizeof(thr), "%u", d->cfg.threshold);
+	snprintf(wait, sizeof(wait), "%u", m->wait_ms);
+	pid = nfsl_remote_spawn(&m->rem, (char *const[]){ "adopt", "--name", o->name,
+							  "--threshold", thr, "--wait", wait,
+							  NULL },
+				&to, &from);
+	if (pid < 0 || !(in = fdopen(from, "r"))) {
+		nfsl_err("cannot start nfslice adopt on %s; detach the new instance there", o->to);
+		goto out;
+	}
+	from = -1;
+	ready = adopt_line(in, "ready");
+	if (!ready || jnum(ready, "slots") < d->cfg.slots) {
+		nfsl_err("the new instance on %s is not ready (%s); detach it there", o->to,
+			 ready ? "its store has fewer slots than the old one's indexes" :
+				 "adopt ended, above");
+		goto out;
+	}
+	if (nfsl_ckpt_dstore_open(&ods, d, err, sizeof(err)) ||
+	    (memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC)) < 0) {
+		nfsl_err("%s; detach the new instance on %s", memfd < 0 ? strerror(errno) : err,
+			 o->to);
+		goto out;
+	}
+	prealloc(memfd, &ods);
+	lock = switch_lock(&r.lock_ns);
+	if (lock < 0)
+		goto out;
+	r.t_stop = nfsl_now_ns();
+	if (nfsl_mig_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
+		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
+			 "detach the new one on %s", o->to);
+		goto out;
+	}
+	usleep(COPY_GRACE_US);
+	if (nfsl_ckpt_dstore_clocks(&ods) ||
+	    nfsl_ckpt_write(&ods.st, memfd, 0, &r.saved, err, sizeof(err)) ||
+	    nfsl_ckpt_map(memfd, "the image", &buf, &size, err, sizeof(err))) {
+		copy_rollback(m, &lock, *err ? err : "cannot read the old instance's cursors");
+		goto out;
+	}
+	r.t_saved = nfsl_now_ns();
+	len = htole64(size);
+	if (write_all(to, (const char *)&len, sizeof(len)) || write_all(to, buf, size)) {
+		copy_rollback(m, &lock, "sending the image failed");
+		goto out;
+	}
+	started = adopt_line(in, "started");
+	if (!started) {
+		copy_rollback(m, &lock, "the new instance did not start (its error above)");
+		goto out;
+	}
+	r.t_start = r.t_imported = nfsl_now_ns();
+	switch_unlock(&lock);
+	r.imp.restored = jnum(started, "imported");
+	r.imp.conflicts = jnum(started, "conflicts");
+	r.imp.raised = jnum(started, "raised");
+	st = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
+	if (st)
+		nfsl_err("detaching the old instance failed (above): it slices nothing, its "
+			 "splicer may still splice; detach it by hand");
+	r.t_detached = nfsl_now_ns();
+	/* The old splicer is gone: the copies it made stale are final. */
+	r.f.stale = send_stale(to, buf, size, ods.st.slots);
+	close(to);
+	to = -1;
+	done = adopt_line(in, "done");
+	r.t_end = nfsl_now_ns();
+	if (!done) {
+		nfsl_err("the new instance on %s slices, but did not report its copies' end "
+			 "(above)", o->to);
+		goto out;
+	}
+	r.f.spliced = jnum(done, "spliced_new");
+	r.f.stale = jnum(done, "stale_copies");
+	r.f.expired = jnum(done, "expired");
+	r.f.left = jnum(done, "busy_left");
+	report_copy(o, &r);
+	rc = st ? -1 : 0;
+out:
+	switch_unlock(&lock);
+	if (to >= 0)
+		close(to);
+	if (from >= 0)
+		close(from);
+	if (in)
+		fclose(in);
+	if (pid > 0 && nfsl_remote_wait(pid) && !rc)
+		rc = nfsl_err("nfslice adopt on %s failed at its end (above)", o->to);
+	json_decref(ready);
+	json_decref(started);
+	json_decref(done);
+	nfsl_ckpt_unmap(buf, size);
+	if (memfd >= 0)
+		close(memfd);
+	nfsl_ckpt_dstore_close(&ods);
+	signal(SIGPIPE, old_pipe);
 	return rc;
 }
 
@@ -596,10 +714,15 @@ static int run_migrate(void *p, int argc, char **argv)
 	int n = 11, err, rc;
 
 	if (!o->to)
-		return nfsl_err("--to NETNS is required: the namespace of the new instance "
-				"(a name under /run/netns, or a path)"), NFSL_EXIT_USAGE;
-	if (snprintf(m.ns, sizeof(m.ns), strchr(o->to, '/') ? "%s" : "/run/netns/%s", o->to) >=
-	    (int)sizeof(m.ns) || access(m.ns, R_OK))
+		return nfsl_err("--to NETNS|ssh://HOST is required: the namespace of the new "
+				"instance (a name under /run/netns, or a path), or its host"),
+		       NFSL_EXIT_USAGE;
+	m.remote = nfsl_remote_spec(o->to);
+	if (m.remote) {
+		if (nfsl_remote_parse(o->to, &m.rem))
+			return NFSL_EXIT_USAGE;
+	} else if (snprintf(m.ns, sizeof(m.ns), strchr(o->to, '/') ? "%s" : "/run/netns/%s",
+			    o->to) >= (int)sizeof(m.ns) || access(m.ns, R_OK))
 		return nfsl_err("--to %s: no such network namespace (%s): give a name "
 				"'ip netns list' shows, or a path", o->to, m.ns), NFSL_EXIT_USAGE;
 	err = nfsl_domain_open(&m.d, o->name);
@@ -629,7 +752,7 @@ static int run_migrate(void *p, int argc, char **argv)
 		m.att[n++] = argv[i];
 	m.att[n] = NULL;
 	m.t0 = nfsl_now_ns();
-	rc = o->mode == MODE_COPY ? run_copy(&m) : run_drain(&m);
+	rc = o->mode == MODE_DRAIN ? run_drain(&m) : m.remote ? run_copy_remote(&m) : run_copy(&m);
 	if (m.d.store_fd >= 0)
 		nfsl_domain_close(&m.d);
 	return rc;
@@ -639,8 +762,9 @@ static int run_migrate(void *p, int argc, char **argv)
 static const struct nfsl_opt migrate_table[] = {
 	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
 	  .help = "domain name, here and in the target (default: default)" },
-	{ "to", NFSL_OPT_STR, OFF(to), .metavar = "NETNS",
-	  .help = "namespace of the new instance: a name under /run/netns, or a path" },
+	{ "to", NFSL_OPT_STR, OFF(to), .metavar = "NETNS|ssh://HOST",
+	  .help = "where the new instance goes: a namespace (a name under /run/netns, or a "
+		  "path) or another host ([USER@]HOST, through ssh)" },
 	{ "mode", NFSL_OPT_ENUM, OFF(mode), .choices = migrate_modes, .metavar = "MODE",
 	  .help = "drain (the old splicer stays until its payloads are spliced) or copy "
 		  "(the payloads move, the old node leaves at once) (default: drain)" },
@@ -656,14 +780,14 @@ static const struct nfsl_opt migrate_table[] = {
 
 const struct nfsl_cmd nfsl_cmd_migrate = {
 	.name = "migrate",
-	.summary = "move a domain to a new instance in another namespace (drain or copy)",
+	.summary = "move a domain to a new instance in another namespace or host (drain or copy)",
 	.args = "IFACE...",
 	.min_args = 1,
 	.max_args = 16,
 	.description =
 		"Moves domain NAME of this namespace to a new instance on the same path\n"
-		"in namespace NETNS (e.g. one standing in for a smart NIC), attached to\n"
-		"IFACE... there, while traffic flows (UNO §3.3.2, loss-free migration:\n"
+		"in namespace NETNS (e.g. one standing in for a smart NIC) or on another\n"
+		"host, attached to IFACE... there, while traffic flows (UNO §3.3.2, loss-free migration:\n"
 		"start the new instance, move the state, switch, retire the old one).\n"
 		"The new instance is attached with its own key and a threshold no frame\n"
 		"reaches (keep, expiry and TTL as the old one's); the old one stops\n"
@@ -689,6 +813,15 @@ const struct nfsl_cmd nfsl_cmd_migrate = {
 		"the copy is freed as soon as the old store shows it; one whose header\n"
 		"does not come back within the TTL (or --wait) is freed then. When no\n"
 		"copy is left, the old key is forgotten and the command returns.\n"
+		"\n"
+		"Another host (--to ssh://[USER@]HOST): every step there is an nfslice\n"
+		"command run through ssh (NFSLICE_RSH, default 'ssh -o BatchMode=yes';\n"
+		"NFSLICE_REMOTE, the command there, default 'nfslice'); IFACE... and\n"
+		"--nf-port name that host's interfaces. The unsliced window then holds\n"
+		"one ssh command (drain: nfslice set there) or the image's transfer\n"
+		"(copy: nfslice adopt there reads it, CRC-32 checked; ssh encrypts it,\n"
+		"and it holds the key). A copy the old splicer spliced after the image\n"
+		"is freed at the TTL there (the old store is not visible).\n"
 		"\n"
 		"Prints the unsliced window (old stopped .. new started, copy included)\n"
 		"and the total time; drain: payloads parked at the switch and left after\n"

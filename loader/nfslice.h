@@ -14,7 +14,8 @@
 extern const struct nfsl_cmd nfsl_cmd_attach, nfsl_cmd_detach,
 	nfsl_cmd_repair, nfsl_cmd_status, nfsl_cmd_stats, nfsl_cmd_list,
 	nfsl_cmd_gc, nfsl_cmd_set, nfsl_cmd_upgrade, nfsl_cmd_checkpoint,
-	nfsl_cmd_restore, nfsl_cmd_migrate, nfsl_cmd_evict, nfsl_cmd_tenants, nfsl_cmd_events;
+	nfsl_cmd_restore, nfsl_cmd_migrate, nfsl_cmd_adopt, nfsl_cmd_evict, nfsl_cmd_tenants,
+	nfsl_cmd_events;
 
 /* Print "nfslice: <msg>" to stderr (under --json: collected for the JSON
  * error object); returns -1 for `return nfsl_err(...);`. */

@@ -31,7 +31,13 @@ struct nfsl_xsk_store {
 	__u32 nslots;            /* its max_entries: tokens naming a slot
 				  * beyond are stale, as in the tc splicer */
 	size_t map_len;          /* bytes mapped */
-	struct nfsl_config cfg;  /* the domain's config at open (the key) */
+	struct nfsl_config cfg;  /* the domain's config (the keys): from the
+				  * open, re-read from cfg_fd when a token
+				  * verifies under neither key */
+	unsigned int cfg_seq;    /* seqcount of cfg's keys and flags: odd
+				  * while a refresh writes them */
+	int cfg_lock;            /* a refresh in progress (one writer) */
+	int cfg_fd;              /* the config map, our own fd; -1: none */
 	int fd;                  /* the store map, our own fd */
 };
 
@@ -58,8 +64,12 @@ enum nfsl_xsk_splice_res {
  * nfsl_xsk_store_open - map the store of domain @d read-write.
  * The map's size comes from the kernel (value size x max_entries, rounded
  * up to pages as the kernel lays out an mmapable array); @d's config (its
- * MAC key) is copied. @d may be closed afterwards. A config rewritten
- * with a new key needs a new open.
+ * MAC key) is copied, and its config map kept (when @d has one): a token
+ * that verifies under neither key makes the splice read the config again
+ * (one map lookup, ~0.5 us, paid only by such tokens), so a key_old that a
+ * copy-mode migration sets while the NF runs is honoured from the first
+ * header under it on (docs/manager.md "Copy mode"). @d may be closed
+ * afterwards. A config rewritten with a new key needs a new open.
  * Returns 0, -EINVAL when the map is not a store (not an mmapable array of
  * struct nfsl_slot), or -errno of the map info, dup or mmap (-EACCES: the
  * fd was opened read-only; -EPERM: the map is frozen).
@@ -83,7 +93,7 @@ void nfsl_xsk_store_close(struct nfsl_xsk_store *st);
  * changed (a copy that raced an eviction); *@len is changed only on
  * SPLICED.
  */
-int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
+int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
 		    __u32 mtu);
 
 /*
@@ -93,7 +103,7 @@ int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __
  * Returns 1 when a slot was freed, 0 when the frame carries no token of
  * ours or its payload is gone already.
  */
-int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
+int nfsl_xsk_release(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
 
 /*
  * nfsl_xsk_orig_len - the IP length, in bytes, of the packet the frame
@@ -104,6 +114,6 @@ int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 l
  * 0 when it is not IPv4/IPv6 UDP/TCP. For NFs that meter or account bytes
  * (a QoS meter) on sliced headers.
  */
-__u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
+__u32 nfsl_xsk_orig_len(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
 
 #endif /* NFSL_XSK_SPLICE_H */

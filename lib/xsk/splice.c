@@ -29,6 +29,7 @@ int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
 
 	memset(st, 0, sizeof(*st));
 	st->fd = -1;
+	st->cfg_fd = -1;
 	if (bpf_obj_get_info_by_fd(d->store_fd, &info, &ilen))
 		return -errno;
 	if (info.type != BPF_MAP_TYPE_ARRAY || !(info.map_flags & BPF_F_MMAPABLE) ||
@@ -52,6 +53,7 @@ int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
 	st->nslots = info.max_entries;
 	st->map_len = len;
 	st->cfg = d->cfg;
+	st->cfg_fd = d->config_fd >= 0 ? fcntl(d->config_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	st->fd = fd;
 	return 0;
 }
@@ -62,8 +64,64 @@ void nfsl_xsk_store_close(struct nfsl_xsk_store *st)
 		return; /* zeroed, failed open, or closed: no fd of ours */
 	munmap(st->slots, st->map_len);
 	close(st->fd);
+	if (st->cfg_fd >= 0)
+		close(st->cfg_fd);
 	st->slots = NULL;
 	st->fd = -1;
+	st->cfg_fd = -1;
+}
+
+/* The fields of a config that nfsl_token_ours_cfg reads. */
+static void cfg_keys(struct nfsl_config *dst, const struct nfsl_config *src)
+{
+	memcpy(dst->key, src->key, sizeof(dst->key));
+	memcpy(dst->key_old, src->key_old, sizeof(dst->key_old));
+	dst->flags = src->flags;
+}
+
+/* Does @tok verify under @st's keys? A seqcount read (cfg_seq): workers
+ * sharing the store see a refresh whole or not at all. */
+static bool xsk_token_ours(const struct nfsl_xsk_store *st, const struct nfsl_token *tok,
+			   struct nfsl_slot *s)
+{
+	struct nfsl_config c;
+	unsigned int seq;
+
+	do {
+		seq = __atomic_load_n(&st->cfg_seq, __ATOMIC_ACQUIRE);
+		cfg_keys(&c, &st->cfg);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	} while ((seq & 1) || seq != __atomic_load_n(&st->cfg_seq, __ATOMIC_RELAXED));
+	return nfsl_token_ours_cfg(tok, s, &c);
+}
+
+/*
+ * A token verified under neither key we hold: has the domain's config
+ * changed (a copy-mode migration sets key_old and its flag while the NF
+ * runs)? Reads it into @c; true when its keys or flags differ from ours,
+ * which are then replaced (unless another worker is replacing them: it
+ * writes the same). False without a config map or when nothing changed.
+ */
+static bool xsk_cfg_reread(struct nfsl_xsk_store *st, struct nfsl_config *c)
+{
+	struct nfsl_config cur;
+	__u32 zero = 0;
+
+	if (st->cfg_fd < 0 || bpf_map_lookup_elem(st->cfg_fd, &zero, c))
+		return false;
+	memset(&cur, 0, sizeof(cur));
+	cfg_keys(&cur, &st->cfg); /* only a refresh writes it: ours to read */
+	if (!memcmp(cur.key, c->key, sizeof(cur.key)) && cur.flags == c->flags &&
+	    !memcmp(cur.key_old, c->key_old, sizeof(cur.key_old)))
+		return false;
+	if (__atomic_exchange_n(&st->cfg_lock, 1, __ATOMIC_ACQUIRE))
+		return true;
+	__atomic_store_n(&st->cfg_seq, st->cfg_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	cfg_keys(&st->cfg, c);
+	__atomic_store_n(&st->cfg_seq, st->cfg_seq + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&st->cfg_lock, 0, __ATOMIC_RELEASE);
+	return true;
 }
 
 /*
@@ -72,10 +130,11 @@ void nfsl_xsk_store_close(struct nfsl_xsk_store *st)
  * @p, the token @tok at @tok_off, the slot @s it names (NULL: beyond the
  * store).
  */
-static bool xsk_token_find(const struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
+static bool xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
 			   struct nfsl_pkt *p, __u32 *tok_off, struct nfsl_token *tok,
 			   struct nfsl_slot **s)
 {
+	struct nfsl_config c;
 	__u32 idx;
 
 	if (nfsl_parse(frame, frame + len, p) || !nfsl_splice_token_off(p, tok_off))
@@ -84,10 +143,12 @@ static bool xsk_token_find(const struct nfsl_xsk_store *st, __u8 *frame, __u32 l
 	if (!nfsl_token_index(tok, &idx))
 		return false;
 	*s = idx < st->nslots ? &st->slots[idx] : NULL;
-	return nfsl_token_ours_cfg(tok, *s, &st->cfg);
+	if (xsk_token_ours(st, tok, *s))
+		return true;
+	return xsk_cfg_reread(st, &c) && nfsl_token_ours_cfg(tok, *s, &c);
 }
 
-int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
+int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
 		    __u32 mtu)
 {
 	__u32 tok_off, gen, plen, new_l3, new_len;
@@ -142,7 +203,7 @@ int nfsl_xsk_splice(const struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __
 	return NFSL_XSK_SPLICE_SPLICED;
 }
 
-__u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
+__u32 nfsl_xsk_orig_len(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
 {
 	struct nfsl_token tok;
 	struct nfsl_slot *s = NULL;
@@ -169,7 +230,7 @@ __u32 nfsl_xsk_orig_len(const struct nfsl_xsk_store *st, const __u8 *frame, __u3
 	return 0;
 }
 
-int nfsl_xsk_release(const struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
+int nfsl_xsk_release(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
 {
 	struct nfsl_token tok;
 	struct nfsl_slot *s;

@@ -629,5 +629,8 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 
 __u32 nfsl_xsk_frame_orig_len(const struct nfsl_xsk *x, const __u8 *frame, __u32 len)
 {
-	return nfsl_xsk_orig_len(x->inline_splice ? &x->store : NULL, frame, len);
+	/* Not const for the store: a token under neither key re-reads its
+	 * config cache (the keys), which is not what x's callers see. */
+	return nfsl_xsk_orig_len(x->inline_splice ? (struct nfsl_xsk_store *)&x->store : NULL,
+				 frame, len);
 }

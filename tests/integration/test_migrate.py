@@ -99,11 +99,26 @@ def old_gone(lab):
     return lab.nfslice("dut", "status", "--name", DOMAIN).returncode == 1
 
 
+def to_args(lab, target):
+    """The command prefix and --to of a migration to the NIC: its
+    namespace, or the NIC as another host (--to ssh://HOST) whose remote
+    shell is `ip netns exec` (NFSLICE_RSH): every step there is then an
+    nfslice command run through that shell, as over ssh, nothing read
+    from its pins here."""
+    if target == "netns":
+        return [NFSLICE], lab.ns("nic")
+    return (["env", "NFSLICE_RSH=ip netns exec", f"NFSLICE_REMOTE={NFSLICE}", NFSLICE],
+            f"ssh://{lab.ns('nic')}")
+
+
+@pytest.mark.parametrize("target", ["netns", "host"])
 @pytest.mark.parametrize("mode", ["drain", "copy"])
-def test_migrate_under_traffic(nicrig, tmp_path, mode):
+def test_migrate_under_traffic(nicrig, tmp_path, mode, target):
     """The domain moves from the DUT to the NIC under load with 16
-    payloads held by the NF (module docstring)."""
+    payloads held by the NF (module docstring), to the NIC's namespace
+    or to the NIC as another host."""
     lab = nicrig
+    cmd, to = to_args(lab, target)
     # 32768 slots a CPU: the held payloads outlive 65536 slices of their
     # CPU (wrap-count expiry 2), some 16 s of this load.
     must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0",
@@ -119,8 +134,8 @@ def test_migrate_under_traffic(nicrig, tmp_path, mode):
         load.start()
         poll(lambda: lab.stats("dut", DOMAIN)["sliced"] >= HELD_N + 2000, 10,
              "2000 sliced on the DUT")
-        mig = lab.spawn("dut", NFSLICE, "migrate", "--name", DOMAIN,
-                        "--mode", mode, "--to", lab.ns("nic"), "--nf-port",
+        mig = lab.spawn("dut", *cmd, "migrate", "--name", DOMAIN,
+                        "--mode", mode, "--to", to, "--nf-port",
                         "h0,h1", "--wait", "30000", "--json", "w0", "w1")
         # The NF sends the held headers on during the migration.
         ready = old_stopped if mode == "drain" else old_gone
@@ -156,7 +171,7 @@ def test_migrate_under_traffic(nicrig, tmp_path, mode):
     assert got["truncated"] == 0 and got["corrupt"] == 0 and got["dup"] == 0, \
         numbers
     assert got["good"] + res["socket_drops"] == res["sent"], numbers
-    assert r["mode"] == mode and r["busy_left"] == 0, numbers
+    assert r["mode"] == mode and r["busy_left"] == 0 and r["to"] == to, numbers
     assert r["attach_ns"] + r["unsliced_ns"] <= r["total_ns"], numbers
     for k in ("stale", "replayed", "too_big", "evicted", "bad_token"):
         assert after[k] == 0, numbers
@@ -177,6 +192,31 @@ def test_migrate_under_traffic(nicrig, tmp_path, mode):
         after["sliced"] + r["spliced_new"], numbers
     st = lab.nfslice("nic", "status", "--name", DOMAIN, "--json")
     assert st.returncode == 0, describe(st)
+
+
+def test_migrate_to_host_refused(nicrig):
+    """A bad HOST-SPEC or remote shell is named with the form expected,
+    nothing changed; a remote nfslice that cannot run leaves the old
+    instance slicing and nothing attached there."""
+    lab = nicrig
+    must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0", "d0", "d1"))
+    for to, env, want in (
+            ("ssh://a b", [], "ssh://[USER@]HOST"),
+            ("ssh://host/x", [], "ssh://[USER@]HOST"),
+            (f"ssh://{lab.ns('nic')}", ["NFSLICE_RSH= "], "NFSLICE_RSH")):
+        cp = lab.exec("dut", "env", *env, NFSLICE, "migrate", "--name", DOMAIN,
+                      "--to", to, "w0", "w1", check=False)
+        assert cp.returncode == 2 and want in cp.stderr, describe(cp)
+    for mode in ("drain", "copy"):
+        cp = lab.exec("dut", "env", "NFSLICE_RSH=ip netns exec",
+                      "NFSLICE_REMOTE=/nonexistent/nfslice", NFSLICE, "migrate",
+                      "--name", DOMAIN, "--mode", mode, "--to",
+                      f"ssh://{lab.ns('nic')}", "w0", "w1", check=False)
+        assert cp.returncode == 1 and "nothing changed" in cp.stderr, describe(cp)
+        st = json.loads(must(lab.nfslice("dut", "status", "--name", DOMAIN,
+                                         "--json")))
+        assert st["threshold"] != 65535, st
+        assert lab.nfslice("nic", "status", "--name", DOMAIN).returncode == 1
 
 
 # ------------------------------------------------------------ daemon --

@@ -313,6 +313,53 @@ Test(copy, xsk_splice_under_old_key)
 	munmap(slots, H_STORE_SLOTS * sizeof(struct nfsl_slot));
 }
 
+/* An AF_XDP NF that opened the new store before the migration set key_old
+ * (its config copy has no second key): the first old header makes it read
+ * the config again, and every old header splices byte-exact. A token under
+ * neither key stays not ours and changes nothing. */
+Test(copy, xsk_sees_key_old_set_later)
+{
+	static struct flight f;
+	struct nfsl_slot *slots = map_store();
+	struct nfsl_domain d = { .store_fd = H.store, .config_fd = H.config,
+				 .counters_fd = -1, .cursor_fd = -1 };
+	struct nfsl_xsk_store xs;
+	struct nfsl_ckpt_store st;
+	__u32 seq[NFSL_MAX_CPUS], len, seq0;
+	struct image im;
+	__u8 foreign[PKT_MAX];
+
+	slice_all(&f);
+	test_store(&st, slots, seq);
+	image_take(&st, &im);
+	new_instance(&im, slots);
+	cr_assert_eq(im.res.restored, NPKT);
+	key_old(false);
+	d.cfg = H.cfg;
+	cr_assert_eq(nfsl_xsk_store_open(&xs, &d), 0);
+	cr_assert(xs.cfg_fd >= 0, "the config map is kept");
+	/* Under neither key (the flag off): not ours, no refresh. */
+	len = f.slen[0];
+	memcpy(foreign, f.sliced[0], len);
+	seq0 = xs.cfg_seq;
+	cr_expect_eq(nfsl_xsk_splice(&xs, foreign, &len, PKT_MAX, 1500),
+		     NFSL_XSK_SPLICE_NOT_SLICED);
+	cr_expect_eq(xs.cfg_seq, seq0, "nothing changed, nothing rewritten");
+	key_old(true); /* the migration's start, while the NF runs */
+	for (int i = 0; i < NPKT; i++) {
+		len = f.slen[i];
+		cr_expect_eq(nfsl_xsk_splice(&xs, f.sliced[i], &len, PKT_MAX, 1500),
+			     NFSL_XSK_SPLICE_SPLICED, "%s", pkt_name(&specs[i]));
+		cr_expect(len == f.len[i] && !memcmp(f.sliced[i], f.in[i], len),
+			  "%s not spliced byte-exact", pkt_name(&specs[i]));
+	}
+	cr_expect_eq(xs.cfg_seq, seq0 + 2, "one refresh, by the first old header");
+	cr_expect(xs.cfg.flags & NFSL_CFG_KEY_OLD);
+	nfsl_xsk_store_close(&xs);
+	image_drop(&im);
+	munmap(slots, H_STORE_SLOTS * sizeof(struct nfsl_slot));
+}
+
 /* --------------------------------------------------------- on memory -- */
 
 TestSuite(ckpt, .timeout = 30);
