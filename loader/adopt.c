@@ -130,8 +130,7 @@ static void line(const char *event, void (*fill)(struct json_writer *, const voi
 	jsonw_bool_field(&jw, event, true);
 	if (fill)
 		fill(&jw, arg);
-	jsonw_end_object(&jw);
-	putchar('\n');
+	jsonw_end_object(&jw); /* and the newline */
 	fflush(stdout);
 }
 

@@ -241,6 +241,11 @@ static int run_drain(struct mig *m)
 			 "detach the new one in %s", o->to);
 		return -1;
 	}
+	/* Another host's write takes that host's lock; ours, held across the
+	 * command, would only make this host's sessions wait out an ssh round
+	 * trip (and, were both the same host, wait forever). */
+	if (m->remote)
+		switch_unlock(&lock);
 	if (tthreshold(m, &lock, d->cfg.threshold)) {
 		switch_unlock(&lock);
 		nfsl_err("starting the new instance failed: the old one splices what it parked "
@@ -509,9 +514,14 @@ static json_t *adopt_line(FILE *in, const char *event)
 
 	if (getline(&buf, &cap, in) > 0)
 		j = json_loads(buf, 0, NULL);
-	free(buf);
-	if (j && json_is_true(json_object_get(j, event)))
+	if (j && json_is_true(json_object_get(j, event))) {
+		free(buf);
 		return j;
+	}
+	if (j || (buf && *buf)) /* a line, but not the one due */
+		nfsl_err("nfslice adopt said '%.*s', not \"%s\"", (int)strcspn(buf, "\n"), buf,
+			 event);
+	free(buf);
 	json_decref(j);
 	return NULL;
 }
@@ -630,6 +640,7 @@ static int run_copy_remote(struct mig *m)
 			 "detach the new one on %s", o->to);
 		goto out;
 	}
+	switch_unlock(&lock); /* adopt takes its host's lock (run_drain) */
 	usleep(COPY_GRACE_US);
 	if (nfsl_ckpt_dstore_clocks(&ods) ||
 	    nfsl_ckpt_write(&ods.st, memfd, 0, &r.saved, err, sizeof(err)) ||
