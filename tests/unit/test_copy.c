@@ -139,6 +139,20 @@ static void new_instance(struct image *im, struct nfsl_slot *slots)
 	nfsl_ckpt_import(&im->img, &st, &now, NFSL_CKPT_LIVE, NULL, &im->res);
 }
 
+/* The whole copy: @f sliced by the old instance (key A), its store's
+ * image imported into the new one's (key B); every payload made it. */
+static void moved(struct flight *f, struct image *im, struct nfsl_slot *slots)
+{
+	struct nfsl_ckpt_store st;
+	__u32 seq[NFSL_MAX_CPUS];
+
+	slice_all(f);
+	test_store(&st, slots, seq);
+	image_take(&st, im);
+	new_instance(im, slots);
+	cr_assert_eq(im->res.restored, NPKT);
+}
+
 static void key_old(bool on)
 {
 	memcpy(H.cfg.key_old, h_key, sizeof(H.cfg.key_old));
@@ -239,18 +253,13 @@ Test(copy, drop_notice_under_old_key)
 {
 	static struct flight f;
 	struct nfsl_slot *slots = map_store();
-	struct nfsl_ckpt_store st;
-	__u32 seq[NFSL_MAX_CPUS], idx;
+	__u32 idx;
 	struct nfsl_counters c;
 	uint8_t out[PKT_MAX];
 	struct image im;
 	uint32_t olen;
 
-	slice_all(&f);
-	test_store(&st, slots, seq);
-	image_take(&st, &im);
-	new_instance(&im, slots);
-	cr_assert_eq(im.res.restored, NPKT);
+	moved(&f, &im, slots);
 	/* Frames coming back on H_IF_OUT, now an NF port. */
 	H.cfg.ifaces[1].flags |= NFSL_IF_NF_PORT;
 	for (int i = 0; i < 2; i++) {
@@ -282,15 +291,10 @@ Test(copy, xsk_splice_under_old_key)
 	struct nfsl_domain d = { .store_fd = H.store, .config_fd = -1, .counters_fd = -1,
 				 .cursor_fd = -1 };
 	struct nfsl_xsk_store with, without;
-	struct nfsl_ckpt_store st;
-	__u32 seq[NFSL_MAX_CPUS], len;
+	__u32 len;
 	struct image im;
 
-	slice_all(&f);
-	test_store(&st, slots, seq);
-	image_take(&st, &im);
-	new_instance(&im, slots);
-	cr_assert_eq(im.res.restored, NPKT);
+	moved(&f, &im, slots);
 	key_old(false);
 	d.cfg = H.cfg;
 	cr_assert_eq(nfsl_xsk_store_open(&without, &d), 0);
@@ -324,16 +328,11 @@ Test(copy, xsk_sees_key_old_set_later)
 	struct nfsl_domain d = { .store_fd = H.store, .config_fd = H.config,
 				 .counters_fd = -1, .cursor_fd = -1 };
 	struct nfsl_xsk_store xs;
-	struct nfsl_ckpt_store st;
-	__u32 seq[NFSL_MAX_CPUS], len, seq0;
+	__u32 len, seq0;
 	struct image im;
 	__u8 foreign[PKT_MAX];
 
-	slice_all(&f);
-	test_store(&st, slots, seq);
-	image_take(&st, &im);
-	new_instance(&im, slots);
-	cr_assert_eq(im.res.restored, NPKT);
+	moved(&f, &im, slots);
 	key_old(false);
 	d.cfg = H.cfg;
 	cr_assert_eq(nfsl_xsk_store_open(&xs, &d), 0);
