@@ -57,6 +57,11 @@ int nfsl_remote_parse(const char *spec, struct nfsl_remote *r)
 	int before;
 
 	memset(r, 0, sizeof(*r));
+	if (nfsl_remote_spec(spec) && strchr(host, ':')) {
+		nfsl_err("--to %s: no port in HOST-SPEC; give it in ~/.ssh/config or as "
+			 "NFSLICE_RSH='ssh -p PORT'", spec);
+		return -EINVAL;
+	}
 	if (!nfsl_remote_spec(spec) || !plain(host) || strchr(host, '/') ||
 	    snprintf(r->dest, sizeof(r->dest), "%s", host) >= (int)sizeof(r->dest)) {
 		nfsl_err("--to %s: a host is ssh://[USER@]HOST (a name or address; port, "

@@ -203,6 +203,7 @@ def test_migrate_to_host_refused(nicrig):
     for to, env, want in (
             ("ssh://a b", [], "ssh://[USER@]HOST"),
             ("ssh://host/x", [], "ssh://[USER@]HOST"),
+            ("ssh://host:2222", [], "ssh -p PORT"),
             (f"ssh://{lab.ns('nic')}", ["NFSLICE_RSH= "], "NFSLICE_RSH")):
         cp = lab.exec("dut", "env", *env, NFSLICE, "migrate", "--name", DOMAIN,
                       "--to", to, "w0", "w1", check=False)
