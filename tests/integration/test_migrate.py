@@ -32,6 +32,7 @@ the domain, and nothing is lost, corrupted, stale or evicted.
 import json
 import os
 import signal
+import struct
 import subprocess
 import time
 
@@ -218,6 +219,77 @@ def test_migrate_to_host_refused(nicrig):
                                          "--json")))
         assert st["threshold"] != 65535, st
         assert lab.nfslice("nic", "status", "--name", DOMAIN).returncode == 1
+
+
+def image_records(data):
+    """(index, generation) of every record of a version 2 checkpoint image
+    (docs/format.md "Checkpoint file")."""
+    hdr, nseq, nrec = (struct.unpack_from("<I", data, o)[0] for o in (12, 24, 28))
+    ntseq = struct.unpack_from("<I", data, 80)[0]
+    off = hdr + 4 * nseq + 4 * ntseq
+    off += -off % 8
+    out = []
+    for _ in range(nrec):
+        index, _pad, ctl = struct.unpack_from("<IIQ", data, off)
+        plen = struct.unpack_from("<H", data, off + 24)[0]
+        out.append((index, ctl >> 32))
+        off += 40 + plen
+        off += -off % 8
+    return out
+
+
+def adopt(lab, data, *args):
+    """`nfslice adopt` in the NIC with DATA (bytes) on its standard input;
+    (exit status, its JSON lines, stderr)."""
+    cp = subprocess.run(["ip", "netns", "exec", lab.ns("nic"), str(NFSLICE), "adopt",
+                         "--name", DOMAIN, *args], input=data, capture_output=True,
+                        timeout=60)
+    lines = [json.loads(x) for x in cp.stdout.decode().splitlines()]
+    return cp.returncode, lines, cp.stderr.decode()
+
+
+def test_adopt_protocol(nicrig, tmp_path):
+    """The receiving half of a copy to another host, fed by hand: a
+    corrupt image is refused before anything starts; a good one is
+    imported, the new instance slices with both keys, the copies named
+    stale are freed at once, the rest at the end of the wait, and the
+    old key is forgotten."""
+    lab = nicrig
+    must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0",
+                     "--slots", "65536", "d0", "d1"))
+    hold_headers(lab, tmp_path)
+    ckpt = tmp_path / "old.ckpt"
+    must(lab.nfslice("dut", "checkpoint", "--name", DOMAIN, "--file", str(ckpt)))
+    data = ckpt.read_bytes()
+    recs = image_records(data)
+    assert len(recs) >= HELD_N, recs
+    must(lab.nfslice("nic", "attach", "--name", DOMAIN, "--threshold", "65535",
+                     "--ttl", "0", "--slots", "65538", "--nf-port", "h0,h1",
+                     "w0", "w1"))
+    framed = struct.pack("<Q", len(data)) + data
+    bad = bytearray(framed)
+    bad[8 + len(data) // 2] ^= 0xff
+    rc, lines, err = adopt(lab, bytes(bad), "--threshold", "256")
+    assert rc == 1 and [list(x) for x in lines] == [["ready", "slots"]], (lines, err)
+    assert "CRC" in err or "crc" in err, err
+    rc, lines, err = adopt(lab, framed[:100], "--threshold", "256")
+    assert rc == 1 and len(lines) == 1 and "image" in err, (lines, err)
+    st = json.loads(must(lab.nfslice("nic", "status", "--name", DOMAIN, "--json")))
+    assert st["threshold"] == 65535 and lab.stats("nic", DOMAIN)["slots_busy"] == 0
+    stale = recs[:4]
+    rc, lines, err = adopt(lab, framed + b"".join(struct.pack("<II", i, g)
+                                                  for i, g in stale),
+                           "--threshold", "256", "--wait", "300")
+    assert rc == 0, err
+    ready, started, done = lines
+    assert ready["ready"] and ready["slots"] >= 65536, lines
+    assert started["imported"] == len(recs) and started["conflicts"] == 0, lines
+    assert started["received"] == len(data), lines
+    assert done["stale_copies"] == len(stale) and done["spliced_new"] == 0, lines
+    assert done["busy_left"] == len(recs) - len(stale) and done["expired"] == 0, lines
+    st = json.loads(must(lab.nfslice("nic", "status", "--name", DOMAIN, "--json")))
+    assert st["threshold"] == 256, st
+    assert lab.stats("nic", DOMAIN)["slots_busy"] == 0
 
 
 # ------------------------------------------------------------ daemon --
