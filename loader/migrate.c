@@ -399,7 +399,7 @@ static int run_copy(struct mig *m)
 	struct nfsl_ckpt_img img;
 	struct nfsl_follow f = {};
 	const void *buf = NULL;
-	char err[1024];
+	char err[1024] = "";
 	size_t size = 0;
 	__u64 t_stop, t_saved, t_imported, t_start, t_detached, t_end, lock_ns = 0;
 	int memfd = -1, rc = -1, detach_rc, lock = -1;
@@ -593,7 +593,7 @@ static int run_copy_remote(struct mig *m)
 	struct nfsl_domain *d = &m->d;
 	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 };
 	struct copy_report r = { .t0 = m->t0 };
-	char thr[16], wait[16], err[1024];
+	char thr[16], wait[16], err[1024] = "";
 	json_t *ready = NULL, *started = NULL, *done = NULL;
 	const void *buf = NULL;
 	size_t size = 0;
