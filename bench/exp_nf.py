@@ -1307,6 +1307,10 @@ def print_summary(S, a):
               f"{fmt(r['nf_ns_sliced_1514'], '{:.0f}')} ns = {fmt(r['cpu_ratio'])}, its CPU "
               f"busy {fmt(r.get('nf_cpu_busy_unsliced_60'))} / "
               f"{fmt(r.get('nf_cpu_busy_sliced_1514'))}")
+    if t.get("park_sliced_1514_vs_unsliced_small") and not getattr(a, "isolate", False):
+        print("  (the NF server's CPU also ran the slicing host's return path: "
+              "--isolate --nf-cpu-quota 0.05 --bx 4096 measures the NF server alone, "
+              "docs/benchmarks-nf.md)")
     g = t.get("park_mix_goodput_gain")
     if g:
         print(f"  park mix goodput sliced / unsliced {fmt(g['ratio'])} (>= {g['target']}): "
