@@ -444,7 +444,7 @@ class ParkTopo(B.Topo):
                  "xdpdrv", "off"], check=False)
 
     def set_slicing(self, sliced, opts=()):
-        before = napi_pids(self.env["SLC_NF_IF"])
+        before = napi_pids(self.env["SLC_NF_IF"]) if self.isolate_cpu is not None else set()
         if not sliced:
             if self.mode != "pass":
                 self.set_mode(False)

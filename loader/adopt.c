@@ -86,37 +86,43 @@ static int read_image(int fd, __u64 max, char **buf, size_t *size)
  * The copies the old splicer made stale, as the sender reads them off the
  * old store once the old instance is detached ((index, generation) pairs
  * of little-endian __u32 until EOF): each freed at once and taken out of
- * @refs (*@n of them) as run_copy's follow does. Returns how many.
+ * @refs (*@n of them) as run_copy's follow does. One pass over @refs, the
+ * named ones looked up by index. 0, or -ENOMEM (nothing freed: the rest
+ * waits for the TTL or the wait's end).
  */
-static __u32 drop_stale(int fd, struct nfsl_slot *slots, __u32 nslots,
-			struct nfsl_ckpt_ref *refs, __u32 *n, struct nfsl_follow *f)
+static int drop_stale(int fd, struct nfsl_slot *slots, __u32 nslots,
+		      struct nfsl_ckpt_ref *refs, __u32 *n, struct nfsl_follow *f)
 {
-	__u32 pair[2], stale = 0;
+	__u64 *named = calloc(nslots, sizeof(*named)); /* 1 << 32 | generation */
+	__u32 pair[2];
 
-	while (read_full(fd, pair, sizeof(pair)) == sizeof(pair)) {
-		__u32 index = le32toh(pair[0]), gen = le32toh(pair[1]);
+	/* Read to EOF even without memory: the sender must not block. */
+	while (read_full(fd, pair, sizeof(pair)) == sizeof(pair))
+		if (named && le32toh(pair[0]) < nslots)
+			named[le32toh(pair[0])] = 1ull << 32 | le32toh(pair[1]);
+	if (!named)
+		return -ENOMEM;
+	for (__u32 k = 0; k < *n;) {
+		struct nfsl_ckpt_ref *r = &refs[k];
 
-		for (__u32 k = 0; k < *n; k++) {
-			struct nfsl_ckpt_ref *r = &refs[k];
-
-			if (r->index != index || r->gen != gen || index >= nslots)
-				continue;
-			switch (nfsl_slot_evict(&slots[index], gen, r->parked_ns)) {
-			case NFSL_EVICT_GONE: /* its own header came here first */
-				f->spliced++;
-				break;
-			case NFSL_EVICT_RACED:
-				f->raced++;
-				break;
-			default:
-				f->stale++;
-				stale++;
-			}
-			*r = refs[--*n];
-			break;
+		if (named[r->index] != (1ull << 32 | r->gen)) {
+			k++;
+			continue;
 		}
+		switch (nfsl_slot_evict(&slots[r->index], r->gen, r->parked_ns)) {
+		case NFSL_EVICT_GONE: /* its own header came here first */
+			f->spliced++;
+			break;
+		case NFSL_EVICT_RACED:
+			f->raced++;
+			break;
+		default:
+			f->stale++;
+		}
+		*r = refs[--*n];
 	}
-	return stale;
+	free(named);
+	return 0;
 }
 
 /* One protocol line: {"EVENT":true, fields...} (fields added by @fill). */
@@ -239,7 +245,8 @@ static int run_adopt(void *p, int argc, char **argv)
 	/* The old store is on the other host: the sender names the copies its
 	 * splicer made stale once it is detached; the rest are followed. */
 	pending = imp.restored;
-	drop_stale(STDIN_FILENO, nds.st.slots, nd.cfg.slots, refs, &pending, &f);
+	if (drop_stale(STDIN_FILENO, nds.st.slots, nd.cfg.slots, refs, &pending, &f))
+		nfsl_err("out of memory for the stale copies' list: they wait for the TTL");
 	nfsl_follow_imports(nds.st.slots, NULL, refs, pending, t_start,
 			    o->wait_ms != UINT32_MAX ? o->wait_ms :
 			    nd.cfg.ttl_us     ? nd.cfg.ttl_us / 1000 : 1000,

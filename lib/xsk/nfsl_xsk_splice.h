@@ -66,7 +66,7 @@ enum nfsl_xsk_splice_res {
  * up to pages as the kernel lays out an mmapable array); @d's config (its
  * MAC key) is copied, and its config map kept (when @d has one): a token
  * that verifies under neither key makes the splice read the config again
- * (one map lookup, ~0.6 us here, paid only by such tokens), so a key_old that a
+ * (one map lookup, a bpf(2) system call, paid only by such tokens), so a key_old that a
  * copy-mode migration sets while the NF runs is honoured from the first
  * header under it on (docs/manager.md "Copy mode"). @d may be closed
  * afterwards. A config rewritten with a new key needs a new open.

@@ -104,15 +104,14 @@ static bool xsk_token_ours(const struct nfsl_xsk_store *st, const struct nfsl_to
  */
 static bool xsk_cfg_reread(struct nfsl_xsk_store *st, struct nfsl_config *c)
 {
-	struct nfsl_config cur;
+	const struct nfsl_config *cur = &st->cfg; /* torn only by a refresh
+						  * of these same values */
 	__u32 zero = 0;
 
 	if (st->cfg_fd < 0 || bpf_map_lookup_elem(st->cfg_fd, &zero, c))
 		return false;
-	memset(&cur, 0, sizeof(cur));
-	cfg_keys(&cur, &st->cfg); /* only a refresh writes it: ours to read */
-	if (!memcmp(cur.key, c->key, sizeof(cur.key)) && cur.flags == c->flags &&
-	    !memcmp(cur.key_old, c->key_old, sizeof(cur.key_old)))
+	if (!memcmp(cur->key, c->key, sizeof(c->key)) && cur->flags == c->flags &&
+	    !memcmp(cur->key_old, c->key_old, sizeof(c->key_old)))
 		return false;
 	if (__atomic_exchange_n(&st->cfg_lock, 1, __ATOMIC_ACQUIRE))
 		return true;
