@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "domains.h"
+#include "retired.h"
 #include "version.h"
 
 /* The domain a request names: "netns" (cookie) and "name" into @dir. */
@@ -181,6 +182,7 @@ int mgr_gc(void)
 			"(ns%llu): %s", v[i].name, (unsigned long long)v[i].cookie, v[i].dir);
 		removed++;
 	}
+	nfsl_retired_prune(); /* retired keys past their grace (retired.h) */
 	free(v);
 	close(lock);
 	return removed;

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "ckpt.h"
+#include "retired.h"
 #include "nfsl_store.h"
 #include "util.h"
 
@@ -768,6 +769,14 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 	{
 		struct nfsl_config cfg = d.cfg;
 
+		/* The key in use goes to the retired list first: a header it
+		 * signed that an NF holds is stale, never outside traffic. */
+		if (memcmp(cfg.key, hc->key, sizeof(cfg.key)) &&
+		    (rc = nfsl_retire_key(dir, cfg.key, nfsl_retire_grace_ms(&cfg)))) {
+			nfsl_errf(err, errlen, rc, "cannot retire the domain's key: %s",
+				  strerror(-rc));
+			goto out;
+		}
 		memcpy(cfg.key, hc->key, sizeof(cfg.key));
 		cfg.threshold = hc->threshold;
 		cfg.keep = hc->keep;
