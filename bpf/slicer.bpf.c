@@ -210,7 +210,10 @@ __noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cf
  * splicer, whatever its DSCP, ports or addresses: re-marked or rewritten,
  * it would take its parked payload somewhere else. The splicers honour a
  * token at any DSCP (an NF may re-mark), so this check does too.
- * DSCP 63: the MAC decides (key, and key_old during a copy-mode migration).
+ * DSCP 63: the MAC decides. Under the domain's own key only: a header a
+ * previous instance sliced (key_old, copy-mode migration) may enter one
+ * of this instance's domain interfaces on its way to the splicer that
+ * holds its copy (docs/manager.md "Copy mode").
  * Any other DSCP: only a token naming a slot of the store whose live
  * payload has the token's generation goes on to the MAC (~55 ns). Random
  * trailing bytes of ordinary traffic pass that pre-filter with a chance of
@@ -219,6 +222,9 @@ __noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cf
  * benchmarks.md "Replay check"). A header whose payload is gone already
  * is dropped as stale by every splicer, so it needs no check here.
  */
+#ifndef NFSL_REPLAY_ANY_DSCP
+#define NFSL_REPLAY_ANY_DSCP 1 /* 0: DSCP 63 only (the benchmark's baseline) */
+#endif
 static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 					   const struct nfsl_pkt *p,
 					   const struct nfsl_config *cfg)
@@ -229,7 +235,8 @@ static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 	struct nfsl_slot *s;
 	__u32 off, idx;
 
-	if (!nfsl_splice_token_off(p, &off))
+	if (!nfsl_splice_token_off(p, &off) ||
+	    (!NFSL_REPLAY_ANY_DSCP && p->dscp != NFSL_DSCP_SLICED))
 		return false;
 	/* Read in place, no helper call (~20 ns each here), where the
 	 * token lies in the linear part, as in every single-buffer frame. */
@@ -239,13 +246,13 @@ static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 	else if (bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)))
 		return false;
 	if (p->dscp == NFSL_DSCP_SLICED)
-		return nfsl_token_ours_cfg(&tok, NULL, cfg);
+		return nfsl_token_verify(&tok, cfg->key);
 	if (!nfsl_token_index(&tok, &idx) || idx >= cfg->slots)
 		return false;
 	s = bpf_map_lookup_elem(&nfsl_store, &idx);
 	if (!s || !nfsl_slot_busy(s, nfsl_ntohl(tok.gen)))
 		return false;
-	return nfsl_token_ours_cfg(&tok, s, cfg);
+	return nfsl_token_verify(&tok, cfg->key);
 }
 
 /*
