@@ -31,6 +31,7 @@
 #include "util.h"
 
 #define MAX_CLIENTS 64
+_Static_assert(MAX_CLIENTS <= MGR_CONN_TAG_MIN, "a tag holds the slot below MGR_CONN_TAG_MIN");
 /* Unsent answer bytes past which a client's requests wait. */
 #define OUT_HIGH (64 * 1024)
 /* Requests of one client per turn of the loop: the others, and the TTL
@@ -55,6 +56,14 @@ static int ep = -1, lfd = -1;
 static unsigned long next_serial = 1;
 static __u64 idle_ns;
 static unsigned int idle_s;
+
+/* A client's epoll tag: its serial (from 1) and its slot, so that an
+ * event of a client closed earlier in the same batch never reaches the
+ * client accepted into its slot since. */
+static __u64 tag_of(const struct conn *c)
+{
+	return (__u64)c->serial * MGR_CONN_TAG_MIN + (c - conns);
+}
 
 static size_t pending(const struct nfsl_ctl_buf *b)
 {
@@ -206,7 +215,7 @@ static void watch(struct conn *c)
 	/* RDHUP only with IN: level-triggered, it would fire for ever
 	 * while we do not read. HUP (the client closed) comes always. */
 	__u32 want = (reading ? EPOLLIN | EPOLLRDHUP : 0) | (pending(&c->out) ? EPOLLOUT : 0);
-	struct epoll_event ev = { .events = want, .data.ptr = c };
+	struct epoll_event ev = { .events = want, .data.u64 = tag_of(c) };
 
 	if (want != c->events && !epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev))
 		c->events = want;
@@ -297,7 +306,7 @@ void mgr_conn_accept(void)
 		}
 		*c = (struct conn){ .fd = fd, .serial = next_serial++, .last_ns = nfsl_now_ns(),
 				    .events = ev.events };
-		ev.data.ptr = c;
+		ev.data.u64 = tag_of(c);
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);
 			c->fd = -1;
@@ -305,11 +314,11 @@ void mgr_conn_accept(void)
 	}
 }
 
-void mgr_conn_event(void *tag, __u32 events)
+void mgr_conn_event(__u64 tag, __u32 events)
 {
-	struct conn *c = tag;
+	struct conn *c = &conns[tag % MGR_CONN_TAG_MIN];
 
-	if (c->fd < 0)
+	if (c->fd < 0 || tag_of(c) != tag)
 		return;
 	/* Closed by the client (not only its writing side): nobody reads
 	 * an answer, and a request not yet run is not run. */

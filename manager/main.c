@@ -176,14 +176,15 @@ static int listen_at(const char *path)
 	return fd;
 }
 
-static int add_fd(int ep, int fd, void *tag)
+/* epoll tags of the loop's own fds; a client's is MGR_CONN_TAG_MIN or more. */
+enum { TAG_LISTEN = 1, TAG_SIGNAL, TAG_TIMER, TAG_SCAN, TAG_WORKER };
+
+static int add_fd(int ep, int fd, __u64 tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
 
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
-
-static int tag_listen, tag_signal, tag_timer, tag_scan, tag_worker;
 
 /* Arm the one-shot TTL timer @fd for @at (CLOCK_MONOTONIC ns), or disarm
  * it (0). */
@@ -261,9 +262,9 @@ static int run(const struct mgr_opts *o, const char *path)
 	if (wfd < 0)
 		errno = -wfd;
 	if (ep < 0 || sfd < 0 || tfd < 0 || scfd < 0 || wfd < 0 ||
-	    timerfd_settime(tfd, 0, &tick, NULL) || add_fd(ep, lfd, &tag_listen) ||
-	    add_fd(ep, sfd, &tag_signal) || add_fd(ep, tfd, &tag_timer) ||
-	    add_fd(ep, scfd, &tag_scan) || add_fd(ep, wfd, &tag_worker)) {
+	    timerfd_settime(tfd, 0, &tick, NULL) || add_fd(ep, lfd, TAG_LISTEN) ||
+	    add_fd(ep, sfd, TAG_SIGNAL) || add_fd(ep, tfd, TAG_TIMER) ||
+	    add_fd(ep, scfd, TAG_SCAN) || add_fd(ep, wfd, TAG_WORKER)) {
 		mgr_log(MGR_ERR, "cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
@@ -288,11 +289,11 @@ static int run(const struct mgr_opts *o, const char *path)
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			void *tag = ev[i].data.ptr;
+			__u64 tag = ev[i].data.u64;
 
-			if (tag == &tag_listen) {
+			if (tag == TAG_LISTEN) {
 				mgr_conn_accept();
-			} else if (tag == &tag_signal) {
+			} else if (tag == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 
 				if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -301,18 +302,18 @@ static int run(const struct mgr_opts *o, const char *path)
 					rc = 0;
 					goto out;
 				}
-			} else if (tag == &tag_scan) {
+			} else if (tag == TAG_SCAN) {
 				__u64 exp;
 
 				if (read(scfd, &exp, sizeof(exp)) < 0)
 					continue;
 				arm_scan(scfd, mgr_ttl_tick(nfsl_now_ns()));
-			} else if (tag == &tag_worker) {
+			} else if (tag == TAG_WORKER) {
 				for (struct mgr_job *j = mgr_worker_done(), *next; j; j = next) {
 					next = j->next;
 					job_done(j, &gc_busy, &ten_busy);
 				}
-			} else if (tag == &tag_timer) {
+			} else if (tag == TAG_TIMER) {
 				__u64 exp, now = nfsl_now_ns();
 
 				if (read(tfd, &exp, sizeof(exp)) < 0)

@@ -87,7 +87,8 @@ bool mgr_worker_stop(unsigned int wait_ms);
  * closing those that make no progress for @idle_s s.
  * mgr_conn_accept - accept the clients waiting on the listening socket.
  * mgr_conn_event - @events (EPOLL*) of the client that epoll tag @tag
- * names. mgr_conn_reply - the worker's answer @resp (stolen) to the
+ * (data.u64, at least MGR_CONN_TAG_MIN) names; a tag of a client closed
+ * since is ignored. mgr_conn_reply - the worker's answer @resp (stolen) to the
  * client of serial @conn, if still there. mgr_conn_tick - close the
  * clients idle too long at @now (CLOCK_MONOTONIC ns). mgr_conn_again - run
  * the clients that stopped with complete requests left (a per-turn
@@ -95,7 +96,8 @@ bool mgr_worker_stop(unsigned int wait_ms);
  */
 void mgr_conn_init(int ep, int lfd, unsigned int idle_s);
 void mgr_conn_accept(void);
-void mgr_conn_event(void *tag, __u32 events);
+#define MGR_CONN_TAG_MIN 256
+void mgr_conn_event(__u64 tag, __u32 events);
 void mgr_conn_reply(unsigned long conn, json_t *resp);
 void mgr_conn_tick(__u64 now);
 bool mgr_conn_again(void);
