@@ -184,9 +184,12 @@ static bool flush(struct conn *c)
 /* Read what @c sent, up to one line's limit past the untaken bytes. */
 static void read_in(struct conn *c)
 {
-	size_t want = NFSL_CTL_REQ_MAX + 1 - pending(&c->in);
+	size_t want;
 	ssize_t n;
 
+	if (pending(&c->in) > NFSL_CTL_REQ_MAX)
+		return; /* refused by run(); a read of 0 bytes would look like EOF */
+	want = NFSL_CTL_REQ_MAX + 1 - pending(&c->in);
 	if (want > READ_CHUNK)
 		want = READ_CHUNK;
 	if (nfsl_ctl_buf_room(&c->in, want)) {
@@ -394,6 +397,8 @@ bool mgr_conn_again(void)
 
 void mgr_conn_stop(void)
 {
+	if (ep < 0)
+		return; /* never served: the slots hold no fds */
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (conns[i].fd >= 0)
 			drop(&conns[i]);

@@ -237,7 +237,8 @@ def test_pipelining_client_that_never_reads(rig, daemon):
 
 
 def test_requests_in_one_write(rig, daemon):
-    """Three requests in one write: three answers, in order."""
+    """Three requests in one write: three answers, in order; two and a
+    shutdown of the writing side: two answers, then the end."""
     cookie = rig.cookies["dut"]
     reqs = [{"op": "get", "netns": cookie, "name": DOMAIN},
             {"op": "get", "netns": cookie, "name": "t1"},
@@ -249,6 +250,14 @@ def test_requests_in_one_write(rig, daemon):
     assert got[0]["ok"] is True and got[0]["config"]["ttl_ms"] == TTL_MS, got
     assert got[1]["ok"] is False and "no domain 't1'" in got[1]["error"], got
     assert got[2]["ok"] is True and got[2]["pid"] == daemon.p.pid, got
+    # A client that shuts its writing side after its requests still gets
+    # every answer, then the end of the stream.
+    with connect(daemon) as s:
+        s.sendall(b"".join(json.dumps(r).encode() + b"\n" for r in reqs[1:]))
+        s.shutdown(socket.SHUT_WR)
+        got = read_lines(s, 2, 2)
+        assert s.recv(1) == b"", "connection left open"
+    assert "no domain 't1'" in got[0]["error"] and got[1]["ok"] is True, got
 
 
 def lock_waiters(pid):
