@@ -196,6 +196,11 @@ static int run_adopt(void *p, int argc, char **argv)
 	if (o->threshold == UINT32_MAX)
 		return nfsl_err("--threshold BYTES is required: the old instance's, which "
 				"this one slices with once the copy is in"), NFSL_EXIT_USAGE;
+	/* The image's key mints tokens: from a pipe or socket (the sender's
+	 * ssh channel), or a file only its owner (us or root) can write. */
+	if (nfsl_ckpt_file_safe(STDIN_FILENO, "the checkpoint on standard input", NULL, err,
+				sizeof(err)))
+		return nfsl_err("%s", err);
 	rc = nfsl_domain_open(&nd, o->name);
 	if (rc)
 		return nfsl_err_domain(rc, o->name);
@@ -300,7 +305,9 @@ const struct nfsl_cmd nfsl_cmd_adopt = {
 		"bytes, imported, conflicts, raised, import_ns), done (spliced_new,\n"
 		"stale_copies, expired, busy_left, key_old_ns). Exits 1 with the reason\n"
 		"on standard error before \"started\" when the image or the import\n"
-		"fails (the sender then rolls back).",
+		"fails (the sender then rolls back). Standard input must be a pipe or a\n"
+		"socket, or a file owned by you or root and not writable by group or\n"
+		"others (the image's key makes tokens valid); else refused, exit 1.",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = adopt_table,
