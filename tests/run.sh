@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Run the whole suite after `make all unit` (what `make test` does):
+# Run the whole suite after `make all unit fuzz-build` (what `make test` does):
 #   1. unit: Criterion, slicer/splicer through BPF_PROG_TEST_RUN (build/test_datapath)
 #   2. integration: pytest in network-namespace rigs it builds and removes
 #   3. fuzz: each libFuzzer target of tests/fuzz/ for FUZZ_SMOKE seconds
