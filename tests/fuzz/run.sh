@@ -17,7 +17,12 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ckpt adopt tenants nf pcap)
+if [ ${#targets[@]} -eq 0 ]; then # every target: tests/fuzz/fuzz_TARGET.c
+	for src in tests/fuzz/fuzz_*.c; do
+		t=${src##*/fuzz_}
+		targets+=("${t%.c}")
+	done
+fi
 
 rc=0
 for t in "${targets[@]}"; do

@@ -17,11 +17,7 @@
  *   daemon applies).
  * Nothing here opens a socket or touches a bpffs.
  *
- * Build (tests/fuzz/Makefile does the same):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib/util \
- *     -Ilib/nfsl tests/fuzz/ctl_fuzz.c lib/nfsl/ctl.c lib/nfsl/cfg.c \
- *     lib/nfsl/domain.c lib/util/util.c -ljansson -lbpf -o ctl_fuzz
- * Run: ./ctl_fuzz tests/fuzz/corpus/ctl -max_total_time=60
+ * Built and run by tests/fuzz/Makefile (make fuzz; make test: 3 s).
  */
 #include <errno.h>
 #include <stdint.h>
