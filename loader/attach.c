@@ -91,7 +91,24 @@ int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
 	int err;
 
 	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX + 32];
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd;
+
 		err = pin_at(maps[i], dir, map_pins[i]);
+		if (err)
+			return err;
+		/* A pin made by an older nfslice (a config map that is not
+		 * mmapable) is reused with its own flags, else libbpf refuses
+		 * it as incompatible. */
+		snprintf(path, sizeof(path), "%s/%s", dir, map_pins[i]);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+			err = bpf_map__set_map_flags(maps[i], info.map_flags);
+		close(fd);
 		if (err)
 			return err;
 	}

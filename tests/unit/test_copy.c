@@ -160,6 +160,7 @@ static void key_old(bool on)
 		H.cfg.flags |= NFSL_CFG_KEY_OLD;
 	else
 		H.cfg.flags &= ~NFSL_CFG_KEY_OLD;
+	H.cfg.cfg_gen++; /* as every writer does (lib/nfsl/cfg.h) */
 	h_write_config();
 }
 
