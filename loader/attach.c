@@ -630,7 +630,7 @@ static int run_attach(void *o, int argc, char **argv)
 	struct nfsl_config cfg = {};
 	struct splicer_bpf *sp = NULL;
 	char dir[PATH_MAX], ifname[IF_NAMESIZE];
-	bool made = false;
+	bool made = false, usage = false;
 	int ncpus, err, lock = -1;
 
 	err = nfsl_domain_dir(dir, sizeof(dir), opt->name);
@@ -691,6 +691,7 @@ static int run_attach(void *o, int argc, char **argv)
 		if (nfsl_tenants_parse(opt->tenants, spec, msg, sizeof(msg)) ||
 		    nfsl_tenants_config(&cfg, spec, msg, sizeof(msg))) {
 			nfsl_err("--tenants: %s", msg);
+			usage = true; /* the file is the user's input */
 			goto out;
 		}
 	}
@@ -783,7 +784,7 @@ out:
 		remove_pins(dir);
 	}
 	close(lock);
-	return err ? -1 : 0;
+	return err ? (usage ? NFSL_EXIT_USAGE : -1) : 0;
 }
 
 struct detach_opts {
