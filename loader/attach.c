@@ -795,13 +795,21 @@ struct detach_opts {
 static int run_detach(void *o, int argc, char **argv)
 {
 	const struct detach_opts *opt = o;
-	const char *name = opt->name;
-	struct nfsl_domain d;
 	int err, lock;
 
 	lock = lock_domains();
 	if (lock < 0)
 		return -1;
+	err = nfsl_detach_locked(opt->name, opt->no_drain);
+	close(lock);
+	return err;
+}
+
+int nfsl_detach_locked(const char *name, bool no_drain)
+{
+	struct nfsl_domain d;
+	int err;
+
 	err = nfsl_domain_open(&d, name);
 	if (err == -ENOENT && d.dir[0] && !access(d.dir, F_OK)) {
 		/* Half-made domain (attach killed before its config): no
@@ -824,7 +832,7 @@ static int run_detach(void *o, int argc, char **argv)
 	}
 	/* --no-drain: the node leaves the return path now (copy-mode
 	 * migration: the new instance splices the old headers). */
-	err = unload(&d.cfg, opt->no_drain ? NULL : &d);
+	err = unload(&d.cfg, no_drain ? NULL : &d);
 	if (!err) {
 		ct_liberal_release(name, &d.cfg);
 		remove_pins(d.dir);
@@ -832,7 +840,6 @@ static int run_detach(void *o, int argc, char **argv)
 	}
 	nfsl_domain_close(&d);
 out:
-	close(lock);
 	return err ? -1 : 0;
 }
 
