@@ -4,15 +4,15 @@
  * splice.c), the AF_XDP engine's inline splice, on maps made as nfslice
  * attach makes a domain's (an mmapable store; the config map mmapable as
  * attach makes it now, or not, as an older nfslice made it):
- *   ordinary   1514 B DSCP-0 UDP frames whose last 16 payload bytes are
- *              random (a ring of 256): about half pass the token
+ *   ordinary   1514 B DSCP-0 UDP frames with random payloads (a ring of
+ *              256): about half of their trailers pass the token
  *              pre-check and go on to the MAC (issue 17 §3)
  *   sliced     a 58 B sliced header (keep 0) with a token of the domain's
  *              key; its 1472 B payload put back; the slot re-armed and
  *              the header copied back before each call (~5 ns)
- *   forged     the same header, DSCP 63, one MAC bit wrong: both MACs,
- *              then the config-change check (a load from the mmap, or the
- *              rate limiter's clock read without it)
+ *   forged     the same header, DSCP 63, one MAC bit wrong: the MAC
+ *              (no key_old), then the config-change check (a load from
+ *              the mmap, or the rate limiter's clock read without it)
  *   reread     one bpf(2) lookup of the config: what each pre-checked
  *              trailer cost before issue 17 (a re-read per token under
  *              neither key)
@@ -97,10 +97,18 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "r:n:jph")) != -1) {
 		switch (c) {
-		case 'r': reps = atoi(optarg); break;
-		case 'n': frames = atoi(optarg); break;
-		case 'j': json = 1; break;
-		case 'p': mmapable = 0; break;
+		case 'r':
+			reps = atoi(optarg);
+			break;
+		case 'n':
+			frames = atoi(optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'p':
+			mmapable = 0;
+			break;
 		default:
 			fprintf(stderr, "usage: nfslice-bench-xsksplice [-r REPS (1..%d)] [-n FRAMES] "
 				"[-p: config map not mmapable, as an older nfslice made it] [-j: JSON]\n",
