@@ -127,16 +127,22 @@ static bool xsk_token_ours(const struct nfsl_xsk_store *st, const struct nfsl_to
 
 /* May the config be read again now? With the config mapped: only when
  * its generation moved since our copy (every writer bumps it, lib/nfsl/
- * cfg.h), which costs one load. Without: at most once per
+ * cfg.h) or its keys and flags differ from ours, a few loads: the
+ * kernel copies a value front to back, so a read racing a write can see
+ * the new generation (mid-value) with the old key_old (at its end); the
+ * compare catches that on the next token. Without: at most once per
  * NFSL_XSK_REREAD_NS per store, whoever asks. */
 static bool xsk_cfg_changed(struct nfsl_xsk_store *st)
 {
+	const struct nfsl_config *m = st->cfg_map, *cur = &st->cfg;
 	struct timespec ts;
 	__u64 now, next;
 
-	if (st->cfg_map)
-		return __atomic_load_n(&st->cfg_map->cfg_gen, __ATOMIC_ACQUIRE) !=
-		       __atomic_load_n(&st->cfg_gen, __ATOMIC_RELAXED);
+	if (m)
+		return __atomic_load_n(&m->cfg_gen, __ATOMIC_ACQUIRE) !=
+			       __atomic_load_n(&st->cfg_gen, __ATOMIC_RELAXED) ||
+		       m->flags != cur->flags || memcmp(m->key, cur->key, sizeof(m->key)) ||
+		       memcmp(m->key_old, cur->key_old, sizeof(m->key_old));
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
 	now = (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	next = __atomic_load_n(&st->cfg_next_ns, __ATOMIC_RELAXED);
