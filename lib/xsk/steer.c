@@ -53,9 +53,10 @@ static const char *xdp_prog_on(int ifindex, char *buf, size_t len)
 }
 
 /*
- * A process other than this one that holds BPF program @id through a file descriptor (the
- * program's own, or a bpf_link's to it: their fdinfo names "prog_id"),
- * or 0 when none does: the program then lives on only through what it is
+ * A process other than this one that holds BPF program @id through a
+ * file descriptor (the program's own, or a bpf_link's to it: their fdinfo
+ * names "prog_id"), or 0 when none does: the program then lives on only
+ * through what it is
  * attached to (an interface, a prog array) or a pin, its loader gone.
  * Scans /proc; called only when a steering program is found in place.
  */
