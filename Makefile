@@ -66,6 +66,7 @@ bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench
 	$(Q)$(MAKE) -C bench/nfcost
 	$(Q)$(MAKE) -C bench/ttlscan
+	$(Q)$(MAKE) -C bench/xsksplice
 
 unit: bpf lib
 	$(Q)$(MAKE) -C tests/unit

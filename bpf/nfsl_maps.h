@@ -20,9 +20,12 @@ struct {
 	__type(value, struct nfsl_slot);
 } nfsl_store SEC(".maps");
 
-/* Domain configuration (threshold, keep, partitions, expiry, MAC key). */
+/* Domain configuration (threshold, keep, partitions, expiry, MAC key).
+ * Mmapable so that the AF_XDP splice reads cfg_gen without a system call
+ * (lib/xsk/splice.c); written only through bpf(2) (lib/nfsl/cfg.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct nfsl_config);

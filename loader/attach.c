@@ -92,7 +92,24 @@ int use_domain_maps(struct bpf_map *const maps[4], const char *dir,
 	int err;
 
 	for (int i = 0; i < 4; i++) {
+		char path[PATH_MAX + 32];
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd;
+
 		err = pin_at(maps[i], dir, map_pins[i]);
+		if (err)
+			return err;
+		/* A pin made by an older nfslice (a config map that is not
+		 * mmapable) is reused with its own flags, else libbpf refuses
+		 * it as incompatible. */
+		snprintf(path, sizeof(path), "%s/%s", dir, map_pins[i]);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+			err = bpf_map__set_map_flags(maps[i], info.map_flags);
+		close(fd);
 		if (err)
 			return err;
 	}
@@ -623,7 +640,7 @@ static int run_attach(void *o, int argc, char **argv)
 	struct nfsl_config cfg = {};
 	struct splicer_bpf *sp = NULL;
 	char dir[PATH_MAX], ifname[IF_NAMESIZE];
-	bool made = false;
+	bool made = false, usage = false;
 	int ncpus, err, lock = -1;
 
 	err = nfsl_domain_dir(dir, sizeof(dir), opt->name);
@@ -685,6 +702,7 @@ static int run_attach(void *o, int argc, char **argv)
 		if (nfsl_tenants_parse(opt->tenants, spec, msg, sizeof(msg)) ||
 		    nfsl_tenants_config(&cfg, spec, msg, sizeof(msg))) {
 			nfsl_err("--tenants: %s", msg);
+			usage = true; /* the file is the user's input */
 			goto out;
 		}
 	}
@@ -777,7 +795,7 @@ out:
 		remove_pins(dir);
 	}
 	close(lock);
-	return err ? -1 : 0;
+	return err ? (usage ? NFSL_EXIT_USAGE : -1) : 0;
 }
 
 struct detach_opts {
@@ -788,13 +806,21 @@ struct detach_opts {
 static int run_detach(void *o, int argc, char **argv)
 {
 	const struct detach_opts *opt = o;
-	const char *name = opt->name;
-	struct nfsl_domain d;
 	int err, lock;
 
 	lock = lock_domains();
 	if (lock < 0)
 		return -1;
+	err = nfsl_detach_locked(opt->name, opt->no_drain);
+	close(lock);
+	return err;
+}
+
+int nfsl_detach_locked(const char *name, bool no_drain)
+{
+	struct nfsl_domain d;
+	int err;
+
 	err = nfsl_domain_open(&d, name);
 	if (err == -ENOENT && d.dir[0] && !access(d.dir, F_OK)) {
 		/* Half-made domain (attach killed before its config): no
@@ -817,7 +843,7 @@ static int run_detach(void *o, int argc, char **argv)
 	}
 	/* --no-drain: the node leaves the return path now (copy-mode
 	 * migration: the new instance splices the old headers). */
-	err = unload(&d.cfg, opt->no_drain ? NULL : &d);
+	err = unload(&d.cfg, no_drain ? NULL : &d);
 	if (!err) {
 		ct_liberal_release(name, &d.cfg);
 		remove_pins(d.dir);
@@ -825,7 +851,6 @@ static int run_detach(void *o, int argc, char **argv)
 	}
 	nfsl_domain_close(&d);
 out:
-	close(lock);
 	return err ? -1 : 0;
 }
 

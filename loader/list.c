@@ -19,6 +19,7 @@
 #include "domain.h"
 #include "domains.h"
 #include "retired.h"
+#include "holding.h"
 #include "json_writer.h"
 #include "netns.h"
 
@@ -32,6 +33,14 @@ static const struct list_opts list_defaults;
 enum ns_state { NS_ALIVE, NS_GONE, NS_UNKNOWN };
 static const char *const ns_states[] = { "alive", "gone", "unknown" };
 
+/* What gc did with a domain's holding tag (holding.h). */
+enum hold_act {
+	HOLD_NONE,     /* no tag, or its migration runs */
+	HOLD_DETACHED, /* still holding, its migration gone: detached */
+	HOLD_CLEARED,  /* it slices (the migration died after the switch): tag removed */
+	HOLD_FAILED,   /* either failed, or its namespace cannot be entered */
+};
+
 /* One domain directory, and what is known of it. */
 struct entry {
 	char dir[PATH_MAX];
@@ -41,6 +50,8 @@ struct entry {
 	__u64 ino;                /* with probe 1 */
 	enum ns_state state;
 	const struct nfsl_netns *ns; /* where found, NULL when not */
+	enum hold_act hold_act;      /* gc: what became of a holding tag */
+	__u32 hold_pid;              /* gc: its migration's pid */
 };
 
 /* Every domain (nfsl_domains_collect), as list and gc judge them. */
@@ -118,6 +129,9 @@ struct view {
 	bool checked;   /* its interfaces were checked in its namespace */
 	struct nfsl_domain d;
 	struct nfsl_health h;
+	bool held;       /* tagged by a migration (holding.h): */
+	bool held_alive; /* that migration still runs */
+	struct nfsl_holding hold;
 };
 
 /* Open @x's domain and, when its namespace can be entered, check it there. */
@@ -126,6 +140,8 @@ static int inspect(const struct entry *x, struct view *w)
 	int back, err;
 
 	memset(w, 0, sizeof(*w));
+	w->held = !nfsl_holding_get(x->dir, &w->hold);
+	w->held_alive = w->held && nfsl_holding_alive(&w->hold);
 	w->complete = !nfsl_domain_open_dir(&w->d, x->dir);
 	if (!w->complete || x->state != NS_ALIVE || !x->ns)
 		return 0;
@@ -243,13 +259,38 @@ static void list_json(struct json_writer *jw, const struct entry *x,
 	jsonw_end_array(jw);
 	if (ok < 0)
 		jsonw_string_field(jw, "note", why);
+	jsonw_name(jw, "holding");
+	if (w->held) {
+		jsonw_start_object(jw);
+		jsonw_uint_field(jw, "pid", w->hold.pid);
+		jsonw_uint_field(jw, "start_ticks", w->hold.start);
+		jsonw_bool_field(jw, "alive", w->held_alive);
+		jsonw_uint_field(jw, "from_netns_cookie", w->hold.from_cookie);
+		if (w->complete)
+			jsonw_bool_field(jw, "slicing", c->threshold != NFSL_HOLD_THRESHOLD);
+		else
+			jsonw_null_field(jw, "slicing");
+		jsonw_end_object(jw);
+	} else {
+		jsonw_null(jw);
+	}
 	jsonw_end_object(jw);
+}
+
+/* "HOLDING ..." for a domain a migration tagged, else "". */
+static void holding_text(const struct view *w, char *buf, size_t len)
+{
+	*buf = '\0';
+	if (w->held)
+		snprintf(buf, len, "HOLDING for nfslice migrate pid %u (%s); ", w->hold.pid,
+			 w->held_alive ? "running" : "gone: nfslice gc detaches it");
 }
 
 static void list_text(const struct entry *x, const struct view *w)
 {
 	const struct nfsl_config *c = &w->d.cfg;
 	char ns[NAME_MAX + 48], ifs[NFSL_MAX_IFACES * (IF_NAMESIZE + 16)], why[256];
+	char hold[96];
 	size_t used = 0;
 
 	snprintf(ns, sizeof(ns), "ns%llu %s", (unsigned long long)x->cookie,
@@ -268,8 +309,9 @@ static void list_text(const struct entry *x, const struct view *w)
 					 used ? "," : "", c->ifaces[i].ifindex, nf);
 	}
 	health(x, w, why, sizeof(why));
-	printf("%-16s %-32s %-7s %-22s %s\n", x->name, ns, ns_states[x->state],
-	       ifs[0] ? ifs : "-", why);
+	holding_text(w, hold, sizeof(hold));
+	printf("%-16s %-32s %-7s %-22s %s%s\n", x->name, ns, ns_states[x->state],
+	       ifs[0] ? ifs : "-", hold, why);
 }
 
 static int run_list(void *o, int argc, char **argv)
@@ -312,6 +354,62 @@ static int run_list(void *o, int argc, char **argv)
 
 /* -------------------------------------------------------------------- gc */
 
+/*
+ * A domain a migration tagged as holding (holding.h) whose migration is
+ * gone: still at the holding threshold, it is detached in its namespace
+ * (without a drain: what it may hold are copies whose headers go to the
+ * old instance, which a migration killed before its switch leaves
+ * attached); slicing already (killed right after the switch), only the tag
+ * goes. Under gc's lock. Sets @x->hold_act.
+ */
+static void gc_holding(struct entry *x, bool dry_run)
+{
+	struct nfsl_holding h;
+	struct nfsl_domain d;
+	bool holding;
+	int back, err;
+
+	if (x->state != NS_ALIVE || nfsl_holding_get(x->dir, &h) || nfsl_holding_alive(&h))
+		return;
+	x->hold_pid = h.pid;
+	if (nfsl_domain_open_dir(&d, x->dir)) {
+		x->hold_act = HOLD_FAILED; /* incomplete: detach in its namespace */
+		return;
+	}
+	holding = d.cfg.threshold == NFSL_HOLD_THRESHOLD;
+	nfsl_domain_close(&d);
+	x->hold_act = holding ? HOLD_DETACHED : HOLD_CLEARED;
+	if (dry_run)
+		return;
+	if (!holding) {
+		if (nfsl_holding_clear(x->dir))
+			x->hold_act = HOLD_FAILED;
+		return;
+	}
+	if (!x->ns || nfsl_netns_enter(x->ns->path, &back)) {
+		x->hold_act = HOLD_FAILED;
+		return;
+	}
+	if (nfsl_detach_locked(x->name, true))
+		x->hold_act = HOLD_FAILED;
+	err = nfsl_netns_return(back);
+	if (err)
+		nfsl_err("cannot return to nfslice's own network namespace: %s", strerror(-err));
+}
+
+static void gc_hold_item(struct json_writer *jw, const struct entry *x)
+{
+	static const char *const acts[] = { "none", "detached", "tag_removed", "failed" };
+
+	jsonw_start_object(jw);
+	jsonw_string_field(jw, "name", x->name);
+	jsonw_string_field(jw, "dir", x->dir);
+	jsonw_uint_field(jw, "cookie", x->cookie);
+	jsonw_uint_field(jw, "migration_pid", x->hold_pid);
+	jsonw_string_field(jw, "action", acts[x->hold_act]);
+	jsonw_end_object(jw);
+}
+
 static void gc_item(struct json_writer *jw, const struct entry *x)
 {
 	jsonw_start_object(jw);
@@ -342,6 +440,20 @@ static int run_gc(void *o, int argc, char **argv)
 		struct entry *x = &v[i];
 		int err;
 
+		gc_holding(x, opt->dry_run);
+		if (x->hold_act == HOLD_FAILED)
+			failed = 1;
+		if (x->hold_act != HOLD_NONE && !opt->json)
+			printf("nfslice: %s '%s' (ns%llu), the holding instance of nfslice "
+			       "migrate pid %u, which is gone%s\n",
+			       x->hold_act == HOLD_FAILED ? "could not remove" :
+			       x->hold_act == HOLD_CLEARED ?
+					 (opt->dry_run ? "would untag" : "untagged") :
+					 (opt->dry_run ? "would detach" : "detached"),
+			       x->name, (unsigned long long)x->cookie, x->hold_pid,
+			       x->hold_act == HOLD_CLEARED ? " (it slices: only its tag went)" :
+			       x->hold_act == HOLD_FAILED ? ": detach it in its namespace "
+							    "(nfslice detach --name NAME)" : "");
 		/* Only the probe's word that the namespace is gone removes a
 		 * domain: a namespace held by a file descriptor alone is in
 		 * no list, but its probe still answers. */
@@ -378,6 +490,12 @@ static int run_gc(void *o, int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			if (v[i].state == NS_UNKNOWN)
 				gc_item(&jw, &v[i]);
+		jsonw_end_array(&jw);
+		jsonw_name(&jw, "holding");
+		jsonw_start_array(&jw);
+		for (size_t i = 0; i < n; i++)
+			if (v[i].hold_act != HOLD_NONE)
+				gc_hold_item(&jw, &v[i]);
 		jsonw_end_array(&jw);
 		jsonw_end_object(&jw);
 	} else {
@@ -427,7 +545,10 @@ const struct nfsl_cmd nfsl_cmd_list = {
 		"Whether a namespace lives is asked of the domain's namespace probe\n"
 		"(see attach); a domain attached by an older nfslice has none, and its\n"
 		"namespace is alive when its cookie is found among those of /run/netns\n"
-		"and of processes, else unknown. Exit status 0 whatever the health.",
+		"and of processes, else unknown. A domain that nfslice migrate attached\n"
+		"holding (threshold 65535, before its switch) is marked HOLDING with the\n"
+		"migration's pid, running or gone (a gone one's nfslice gc detaches).\n"
+		"Exit status 0 whatever the health.",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = NFSL_CAPS_READ_WHY,
 	.opts = list_table,
@@ -438,7 +559,7 @@ const struct nfsl_cmd nfsl_cmd_list = {
 
 const struct nfsl_cmd nfsl_cmd_gc = {
 	.name = "gc",
-	.summary = "remove the domains of network namespaces that are gone",
+	.summary = "remove the domains of gone namespaces and of killed migrations",
 	.description =
 		"Removes the pins (store, config, counters, cursor, splicer, probe) and\n"
 		"directory of every domain whose network namespace no longer exists:\n"
@@ -448,6 +569,10 @@ const struct nfsl_cmd nfsl_cmd_gc = {
 		"whose namespace lives, even held by an open file descriptor alone, is\n"
 		"never removed; a domain without a probe (attached by an older nfslice)\n"
 		"is kept and reported as unknown when its namespace is not found.\n"
+		"It also detaches, in its namespace, every instance nfslice migrate\n"
+		"attached holding whose migration process is gone (killed before its\n"
+		"switch; pid and start time recorded, so a reused pid does not count),\n"
+		"or only removes the tag when the instance slices already.\n"
 		"Runs under the host-wide lock of attach and detach.",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = NFSL_CAPS_READ_WHY,

@@ -56,6 +56,7 @@
 #include "copyin.h"
 #include "nfsl_store.h"
 #include "domains.h"
+#include "holding.h"
 #include "json_writer.h"
 #include "netns.h"
 #include "remote.h"
@@ -74,7 +75,7 @@ struct migrate_opts {
 	bool json;
 };
 
-#define HOLD_THRESHOLD 65535 /* no frame is this long: attached, not slicing */
+#define HOLD_THRESHOLD NFSL_HOLD_THRESHOLD /* attached, not slicing (holding.h) */
 
 /*
  * Copy mode: after the old slicer's threshold is raised, a slicer run that
@@ -192,9 +193,34 @@ static int tthreshold(const struct mig *m, const int *lock, __u32 threshold)
 		       nfsl_err("setting the threshold on %s failed (above)", m->o->to) : 0;
 }
 
-/* 1. The new instance, attached but holding: its own key, the old TTL. */
+/*
+ * Test hook (tests/integration/test_migrate.py, docs/manager.md "Killed
+ * migrations"): NFSLICE_TEST_HOOK=kill-holding or stop-holding makes this
+ * process raise SIGKILL or SIGSTOP on itself once the new instance is
+ * attached holding and tagged, the point a kill used to leave it behind.
+ */
+static void test_hook(const char *point)
+{
+	const char *h = getenv("NFSLICE_TEST_HOOK");
+	char want[32];
+
+	if (!h)
+		return;
+	snprintf(want, sizeof(want), "kill-%s", point);
+	if (!strcmp(h, want))
+		raise(SIGKILL);
+	snprintf(want, sizeof(want), "stop-%s", point);
+	if (!strcmp(h, want))
+		raise(SIGSTOP);
+}
+
+/* 1. The new instance, attached but holding: its own key, the old TTL.
+ * Here it is tagged as ours at once (holding.h), so that a kill from now
+ * until it slices leaves an instance `nfslice list` names and `nfslice gc`
+ * removes. */
 static int attach_new(struct mig *m)
 {
+	__u64 cookie = 0;
 	char ttl[16];
 	int err;
 
@@ -204,19 +230,35 @@ static int attach_new(struct mig *m)
 			 m->o->to);
 		return -1;
 	}
+	if (!m->remote) {
+		err = target_dir(m->ns, m->o->name, m->tdir, sizeof(m->tdir));
+		if (!err) {
+			nfsl_netns_cookie(&cookie);
+			err = nfsl_holding_mark(m->tdir, cookie);
+		}
+		if (err) {
+			nfsl_err("cannot find or tag the new instance's pins: %s; detach it in %s",
+				 strerror(-err), m->o->to);
+			return -1;
+		}
+		test_hook("holding");
+	}
 	if (tsub(m, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
 		nfsl_err("setting the new instance's TTL failed; detach it in %s", m->o->to);
 		return -1;
 	}
-	if (m->remote)
-		return 0;
-	err = target_dir(m->ns, m->o->name, m->tdir, sizeof(m->tdir));
-	if (err) {
-		nfsl_err("cannot find the new instance's pins: %s; detach it in %s",
-			 strerror(-err), m->o->to);
-		return -1;
-	}
 	return 0;
+}
+
+/* The new instance slices: no longer holding. */
+static void started_new(const struct mig *m)
+{
+	int err = m->remote ? 0 : nfsl_holding_clear(m->tdir);
+
+	if (err)
+		nfsl_err("the new instance slices, but its holding tag stays (%s): nfslice "
+			 "gc would detach it once this process ends; remove %s/%s", strerror(-err),
+			 m->tdir, NFSL_PIN_HOLDING);
 }
 
 static int run_drain(struct mig *m)
@@ -256,6 +298,7 @@ static int run_drain(struct mig *m)
 	}
 	t_start = nfsl_now_ns();
 	switch_unlock(&lock);
+	started_new(m);
 	nfsl_domain_busy_slots(d, &busy0);
 	/* 4. The old splicer drains what the old slicer parked. */
 	for (;;) {
@@ -476,6 +519,7 @@ static int run_copy(struct mig *m)
 	}
 	t_start = nfsl_now_ns();
 	switch_unlock(&lock);
+	started_new(m);
 	/* 6. The old node leaves the return path at once. Its store stays
 	 * mapped here: it tells which copies the old splicer made stale. */
 	detach_rc = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });

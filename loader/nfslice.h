@@ -65,6 +65,15 @@ int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots);
 struct splicer_bpf;
 int use_splicer_maps(struct splicer_bpf *sp, const char *dir, __u32 slots);
 
+/*
+ * nfsl_detach_locked - detach domain @name of the current network
+ * namespace (nfslice detach's engine), the host-wide lock already held by
+ * the caller (nfslice gc). @no_drain: do not wait for parked headers.
+ * Prints what it did. Returns 0 (also when there is no such domain) or
+ * -1 after a message.
+ */
+int nfsl_detach_locked(const char *name, bool no_drain);
+
 /* Name of the XDP program in the dispatcher, to find ours again. */
 #define NFSL_SLICER_PROG "nfsl_slicer"
 

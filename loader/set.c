@@ -142,15 +142,16 @@ static int report(const struct set_opts *o, int rc, const struct nfsl_config *cf
 }
 
 /* --quota NAME=Q[,NAME=Q]: the regions of @cfg with those quotas, into
- * @size. Returns 0 or -1 after a message. */
+ * @size. Returns 0 or NFSL_EXIT_USAGE after a message. */
 static int quota_sizes(const char *list, const struct nfsl_config *cfg, __u32 *size)
 {
 	char buf[512], *save = NULL, *tok;
+	bool given[NFSL_MAX_TENANTS] = {};
 
 	for (__u32 t = 0; t < NFSL_MAX_TENANTS; t++)
 		size[t] = cfg->tenants[t].size;
 	if (strlen(list) >= sizeof(buf))
-		return nfsl_err("--quota: too long");
+		return nfsl_err("--quota: too long"), NFSL_EXIT_USAGE;
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *v = strchr(tok, '=');
@@ -165,10 +166,14 @@ static int quota_sizes(const char *list, const struct nfsl_config *cfg, __u32 *s
 		if (!v || t >= cfg->ntenants)
 			return nfsl_err("--quota %s: give NAME=Q with NAME a tenant of the domain "
 					"other than default (which gets the rest): see nfslice "
-					"tenants", tok);
+					"tenants", tok), NFSL_EXIT_USAGE;
+		if (given[t])
+			return nfsl_err("--quota: tenant '%s' is given twice: give each tenant "
+					"once", tok), NFSL_EXIT_USAGE;
+		given[t] = true;
 		if (nfsl_quota_parse(v, &q))
 			return nfsl_err("--quota %s=%s: give N%% of each partition (0-100) or N "
-					"slots of the store", tok, v);
+					"slots of the store", tok, v), NFSL_EXIT_USAGE;
 		size[t] = nfsl_quota_slots(cfg, &q);
 	}
 	return 0;
@@ -192,8 +197,11 @@ static int set_tenants(const struct set_opts *o, const char *dir)
 		if (!spec)
 			return nfsl_err("out of memory");
 		rc = nfsl_tenants_parse(o->tenants, spec, err, sizeof(err));
-		if (!rc)
-			rc = nfsl_tenants_apply(dir, spec, if_gen, &cfg, err, sizeof(err));
+		if (rc) { /* the file is the user's input: a usage error */
+			free(spec);
+			return nfsl_err("--tenants: %s", err), NFSL_EXIT_USAGE;
+		}
+		rc = nfsl_tenants_apply(dir, spec, if_gen, &cfg, err, sizeof(err));
 		free(spec);
 		if (!rc && o->mode)
 			rc = nfsl_tenants_resize(dir, NULL, o->mode == 2, NULL, &cfg, err,
@@ -207,8 +215,8 @@ static int set_tenants(const struct set_opts *o, const char *dir)
 		if (!cfg.ntenants)
 			return nfsl_err("domain '%s' has no tenants: they are declared at attach "
 					"(nfslice attach --tenants FILE)", o->name);
-		if (o->quota && quota_sizes(o->quota, &cfg, size))
-			return -1;
+		if (o->quota && (rc = quota_sizes(o->quota, &cfg, size)))
+			return rc;
 		rc = nfsl_tenants_resize(dir, o->quota ? size : NULL,
 					 o->mode ? o->mode == 2 : -1, if_gen, &cfg, err,
 					 sizeof(err));

@@ -106,7 +106,9 @@ void mgr_conn_stop(void);
 /*
  * mgr_gc - remove the pins of every domain whose network namespace is gone
  * (its namespace probe says so), under the host-wide lock, as nfslice gc
- * does. Returns the domains removed, or -errno.
+ * does; when an instance nfslice migrate attached holding outlived its
+ * migration (lib/nfsl/holding.h), run nfslice gc to detach it. Returns
+ * the domains of gone namespaces removed, or -errno.
  */
 int mgr_gc(void);
 

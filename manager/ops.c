@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "nfsliced.h"
 #include "cfg.h"
@@ -16,6 +17,7 @@
 #include "ctl.h"
 #include "domains.h"
 #include "retired.h"
+#include "holding.h"
 #include "version.h"
 
 /* The domain a request names into @dir: NULL, or the error response
@@ -131,10 +133,50 @@ bool mgr_needs_lock(const struct nfsl_ctl_req *r)
 	return r->op == NFSL_CTL_SET;
 }
 
+/*
+ * Instances that nfslice migrate attached holding and whose migration is
+ * gone (holding.h) are detached by `nfslice gc`, run here: detaching is
+ * the CLI's engine (loader/attach.c), and gc does it in the instance's
+ * namespace under the host-wide lock. nfslice is looked for beside this
+ * binary (both are installed in one directory, and built into build/).
+ * Waits for it (a detach of a domain with nothing parked takes
+ * milliseconds); runs only when such an instance exists.
+ */
+static void gc_holding(void)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 16);
+	int st;
+	pid_t pid;
+
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return;
+	strcpy(slash + 1, "nfslice");
+	if (access(self, X_OK)) {
+		mgr_log(MGR_WARNING, "a holding instance of a killed migration is left, but %s "
+			"is missing: run nfslice gc", self);
+		return;
+	}
+	pid = fork();
+	if (pid < 0)
+		return;
+	if (!pid) {
+		execl(self, "nfslice", "gc", (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) == pid && !(WIFEXITED(st) && !WEXITSTATUS(st)))
+		mgr_log(MGR_WARNING, "nfslice gc for a killed migration's holding instance "
+			"failed (its output above)");
+}
+
 int mgr_gc(void)
 {
 	struct nfsl_dom_entry *v;
-	int lock, removed = 0;
+	int lock, removed = 0, orphans = 0;
 	size_t n;
 	int err;
 
@@ -147,12 +189,20 @@ int mgr_gc(void)
 		return err;
 	}
 	for (size_t i = 0; i < n; i++) {
+		struct nfsl_holding h;
 		__u64 ino;
 
 		/* Only the probe's word that the namespace is gone counts
 		 * (nfslice gc): a domain without a probe is left alone. */
-		if (nfsl_netns_probe(v[i].dir, &ino) != 0)
+		if (nfsl_netns_probe(v[i].dir, &ino) != 0) {
+			if (!nfsl_holding_get(v[i].dir, &h) && !nfsl_holding_alive(&h)) {
+				mgr_log(MGR_NOTICE, "domain '%s' (ns%llu) is the holding instance "
+					"of nfslice migrate pid %u, which is gone", v[i].name,
+					(unsigned long long)v[i].cookie, h.pid);
+				orphans++;
+			}
 			continue;
+		}
 		err = nfsl_domain_remove(v[i].dir);
 		if (err) {
 			mgr_log(MGR_WARNING, "cannot remove %s: %s", v[i].dir, strerror(-err));
@@ -165,5 +215,7 @@ int mgr_gc(void)
 	nfsl_retired_prune(); /* retired keys past their grace (retired.h) */
 	free(v);
 	close(lock);
+	if (orphans)
+		gc_holding(); /* takes the lock itself */
 	return removed;
 }

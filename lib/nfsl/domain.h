@@ -40,11 +40,14 @@
 /* The namespace probe (nfsl_netns_probe): a BPF link to the domain's
  * network namespace that tells whether it still exists. */
 #define NFSL_PIN_NETNS "netns"
+/* The tag of an instance a migration attached holding (holding.h): there
+ * only from its attach until it slices. */
+#define NFSL_PIN_HOLDING "holding"
 /* Every pin a domain directory may hold, all of them ours: the four maps
  * and the splicer every domain has first, then the rest (a domain attached
  * by an older nfslice may lack them). */
 extern const char *const nfsl_domain_pins[];
-#define NFSL_NR_DOMAIN_PINS 15
+#define NFSL_NR_DOMAIN_PINS 16
 #define NFSL_NR_DOMAIN_PINS_ALWAYS 5
 
 /* Serialises attach and detach of every domain on the host. */

@@ -3,11 +3,13 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -180,29 +182,116 @@ bad_quota:
 	return -EINVAL;
 }
 
+/* What a non-regular file is, for the message. */
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : S_ISDIR(m) ? "a directory" :
+	       S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/*
+ * The tenants file @path into @buf (NFSL_TENANTS_MAX_BYTES + 1 bytes),
+ * NUL-terminated; *@len its bytes. A regular file only: opened
+ * non-blocking, so a FIFO with no writer does not hang the open, and
+ * refused by fstat before any read (/dev/zero would never end).
+ */
+static int read_tenants_file(const char *path, char *buf, size_t *len, char *err,
+			     size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), rc = 0;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read the tenants file %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read the tenants file %s: %s", path, strerror(-rc));
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "the tenants file %s is %s: give a regular text file, "
+			 "one tenant per line (NAME quota=Q ...)", path, file_kind(st.st_mode));
+		rc = -EINVAL;
+	} else if (st.st_size > NFSL_TENANTS_MAX_BYTES) {
+		snprintf(err, errlen, "the tenants file %s has %lld bytes, more than the %d a "
+			 "tenants file may have (%d tenants, one line each): give the tenants "
+			 "file", path, (long long)st.st_size, NFSL_TENANTS_MAX_BYTES,
+			 NFSL_MAX_TENANTS);
+		rc = -EINVAL;
+	}
+	for (*len = 0; !rc && *len <= NFSL_TENANTS_MAX_BYTES; *len += n) {
+		n = read(fd, buf + *len, NFSL_TENANTS_MAX_BYTES + 1 - *len);
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "cannot read the tenants file %s: %s", path,
+				 strerror(-rc));
+		}
+		if (n <= 0)
+			break;
+	}
+	if (!rc && *len > NFSL_TENANTS_MAX_BYTES) { /* grew since the fstat */
+		snprintf(err, errlen, "the tenants file %s has more than %d bytes: give the "
+			 "tenants file", path, NFSL_TENANTS_MAX_BYTES);
+		rc = -EINVAL;
+	}
+	close(fd);
+	if (!rc)
+		buf[*len] = '\0';
+	return rc;
+}
+
 int nfsl_tenants_parse(const char *path, struct nfsl_tenant_spec *sp, char *err, size_t errlen)
 {
-	char line[4096];
-	FILE *f = fopen(path, "r");
-	int ln = 0, rc = 0;
+	char line[NFSL_TENANTS_MAX_LINE + 1], *buf;
+	size_t len = 0, at = 0;
+	int ln = 0, rc;
 
 	memset(sp, 0, sizeof(*sp));
 	snprintf(sp->t[0].name, sizeof(sp->t[0].name), TEN_DEFAULT);
 	sp->t[0].weight = 1;
 	sp->n = 1;
-	if (!f) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot read the tenants file %s: %s", path, strerror(-rc));
-		return rc;
+	buf = malloc(NFSL_TENANTS_MAX_BYTES + 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *save = NULL, *tok, *hash = strchr(line, '#');
+	rc = read_tenants_file(path, buf, &len, err, errlen);
+	while (!rc && at < len) {
+		char *save = NULL, *tok, *hash, *nl = memchr(buf + at, '\n', len - at);
+		size_t ll = (nl ? (size_t)(nl - buf) : len) - at;
 		__u32 t;
 
 		ln++;
+		/* Text only: a NUL or a control byte means a binary file
+		 * (UTF-8 in comments is fine). */
+		for (size_t k = 0; k < ll; k++) {
+			unsigned char c = buf[at + k];
+
+			if (c < 0x20 && c != '\t' && c != '\r') {
+				snprintf(err, errlen, "%s:%d: byte 0x%02x at column %zu is not "
+					 "text: a tenants file is text lines (NAME quota=Q ...), "
+					 "not a binary file", path, ln, c, k + 1);
+				rc = -EINVAL;
+				goto out;
+			}
+		}
+		if (ll > NFSL_TENANTS_MAX_LINE) {
+			snprintf(err, errlen, "%s:%d: line longer than %d bytes: split the "
+				 "rules over fewer dst= prefixes or shorter comments", path, ln,
+				 NFSL_TENANTS_MAX_LINE);
+			rc = -EINVAL;
+			goto out;
+		}
+		memcpy(line, buf + at, ll);
+		line[ll] = '\0';
+		at += ll + 1;
+		hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
-		tok = strtok_r(line, " \t\r\n", &save);
+		tok = strtok_r(line, " \t\r", &save);
 		if (!tok)
 			continue;
 		if (!name_ok(tok)) {
@@ -230,7 +319,7 @@ int nfsl_tenants_parse(const char *path, struct nfsl_tenant_spec *sp, char *err,
 			sp->t[t].weight = 1;
 			sp->n++;
 		}
-		while ((tok = strtok_r(NULL, " \t\r\n", &save)))
+		while ((tok = strtok_r(NULL, " \t\r", &save)))
 			if ((rc = parse_kv(sp, t, tok, path, ln, err, errlen)))
 				goto out;
 		if (t && !sp->t[t].has_quota) {
@@ -240,12 +329,17 @@ int nfsl_tenants_parse(const char *path, struct nfsl_tenant_spec *sp, char *err,
 			goto out;
 		}
 	}
-	if (ferror(f)) {
-		rc = -EIO;
-		snprintf(err, errlen, "cannot read the tenants file %s", path);
+	/* A file that declares nobody (empty, comments only, or default
+	 * alone) would attach as if --tenants were not given. */
+	if (!rc && sp->n < 2) {
+		snprintf(err, errlen, "the tenants file %s declares no tenant: add a line "
+			 "NAME quota=N%% [dev=IFACE] [vlan=VID] [dst=PREFIX] for each tenant "
+			 "(nfslice tenants; docs/manager.md \"Tenants\"), or give no --tenants",
+			 path);
+		rc = -EINVAL;
 	}
 out:
-	fclose(f);
+	free(buf);
 	return rc;
 }
 

@@ -64,10 +64,18 @@ struct nfsl_tenant_spec {
 	bool has_vlan;
 };
 
+/* Limits of a tenants file: its bytes and a line's. */
+#define NFSL_TENANTS_MAX_BYTES 65536
+#define NFSL_TENANTS_MAX_LINE 4095
+
 /*
- * nfsl_tenants_parse - read the tenants file @path into @spec. Returns 0,
- * or -EINVAL / -errno with a message in @err naming the file, the line
- * and what to fix.
+ * nfsl_tenants_parse - read the tenants file @path into @spec. It must be
+ * a regular file (a FIFO or a device is refused before any read, so none
+ * can hang it) of at most NFSL_TENANTS_MAX_BYTES, text lines of at most
+ * NFSL_TENANTS_MAX_LINE bytes (a NUL or a control byte other than tab and
+ * CR is refused), and declare at least one tenant besides default.
+ * Returns 0, or -EINVAL / -ENOMEM / -errno with a message in @err naming
+ * the file, the line and what to fix.
  */
 int nfsl_tenants_parse(const char *path, struct nfsl_tenant_spec *spec, char *err, size_t errlen);
 

@@ -33,16 +33,29 @@ struct nfsl_xsk_store {
 	size_t map_len;          /* bytes mapped */
 	struct nfsl_config cfg;  /* the domain's config (the keys): from the
 				  * open, re-read from cfg_fd when a token
-				  * verifies under neither key */
+				  * verifies under neither key and the
+				  * configuration changed (xsk_cfg_refresh) */
 	unsigned int cfg_seq;    /* seqcount of cfg's keys and flags: odd
 				  * while a refresh writes them */
 	int cfg_lock;            /* a refresh in progress (one writer) */
 	int cfg_fd;              /* the config map, our own fd; -1: none */
 	int fd;                  /* the store map, our own fd */
+	const struct nfsl_config *cfg_map; /* the config map mapped read-only
+				  * (BPF_F_MMAPABLE), for its cfg_gen without a
+				  * system call; NULL: not mmapable (a domain
+				  * attached by an older nfslice) */
+	size_t cfg_map_len;      /* bytes mapped at cfg_map */
+	__u32 cfg_gen;           /* the cfg_gen our cfg was read at */
+	__u64 cfg_next_ns;       /* without cfg_map: no re-read before this
+				  * CLOCK_MONOTONIC time (one per ms) */
+	unsigned long rereads;   /* config re-reads (bpf(2) lookups) done */
 	/* The domain's retired keys (lib/nfsl/retired.h), mapped read-only:
 	 * a token under one of them is stale. NULL: the domain has none. */
 	const struct nfsl_retired *retired;
 };
+
+/* Without an mmap of the config: at most one re-read per this many ns. */
+#define NFSL_XSK_REREAD_NS 1000000ull
 
 /* What nfsl_xsk_splice did with a frame. All but NOT_SLICED and SPLICED
  * mean: drop the frame. */
@@ -69,9 +82,13 @@ enum nfsl_xsk_splice_res {
  * up to pages as the kernel lays out an mmapable array); @d's config (its
  * MAC key) is copied, and its config map kept (when @d has one): a token
  * that verifies under neither key makes the splice read the config again
- * (one map lookup, a bpf(2) system call, paid only by such tokens), so a key_old that a
- * copy-mode migration sets while the NF runs is honoured from the first
- * header under it on (docs/manager.md "Copy mode"). @d may be closed
+ * (one map lookup, a bpf(2) system call) when the configuration generation
+ * (cfg_gen, read from a read-only mmap of the config map) moved since the
+ * last read, so a key_old that a copy-mode migration sets while the NF
+ * runs is honoured from the first header under it on (docs/manager.md
+ * "Copy mode"), and random trailers that pass the token pre-check cost no
+ * system call. A config map that is not mmapable (a domain attached by an
+ * older nfslice) is re-read at most once per NFSL_XSK_REREAD_NS. @d may be closed
  * afterwards. A config rewritten with a new key needs a new open.
  * Returns 0, -EINVAL when the map is not a store (not an mmapable array of
  * struct nfsl_slot), or -errno of the map info, dup or mmap (-EACCES: the

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <bpf/bpf.h>
@@ -41,6 +42,8 @@ static const struct nfsl_retired *retired_map(const struct nfsl_domain *d)
 	close(fd); /* the mapping holds the map */
 	return m == MAP_FAILED ? NULL : m;
 }
+
+static void cfg_map_open(struct nfsl_xsk_store *st, long page);
 
 int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
 {
@@ -77,10 +80,34 @@ int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
 	st->nslots = info.max_entries;
 	st->map_len = len;
 	st->cfg = d->cfg;
+	st->cfg_gen = d->cfg.cfg_gen;
 	st->cfg_fd = d->config_fd >= 0 ? fcntl(d->config_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	st->fd = fd;
 	st->retired = retired_map(d);
+	if (st->cfg_fd >= 0)
+		cfg_map_open(st, page);
 	return 0;
+}
+
+/* Map the config read-only when it is mmapable (nfsl_xsk_splice.h
+ * cfg_map); else leave cfg_map NULL: the re-read is then rate-limited. */
+static void cfg_map_open(struct nfsl_xsk_store *st, long page)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	size_t len;
+	void *m;
+
+	if (bpf_obj_get_info_by_fd(st->cfg_fd, &info, &ilen) ||
+	    !(info.map_flags & BPF_F_MMAPABLE) || info.value_size != sizeof(struct nfsl_config))
+		return;
+	len = ((info.value_size + 7) & ~7ul) * info.max_entries;
+	len = (len + page - 1) / page * page;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, st->cfg_fd, 0);
+	if (m == MAP_FAILED)
+		return;
+	st->cfg_map = m;
+	st->cfg_map_len = len;
 }
 
 void nfsl_xsk_store_close(struct nfsl_xsk_store *st)
@@ -92,6 +119,9 @@ void nfsl_xsk_store_close(struct nfsl_xsk_store *st)
 		munmap((void *)st->retired, sizeof(*st->retired));
 	st->retired = NULL;
 	close(st->fd);
+	if (st->cfg_map)
+		munmap((void *)st->cfg_map, st->cfg_map_len);
+	st->cfg_map = NULL;
 	if (st->cfg_fd >= 0)
 		close(st->cfg_fd);
 	st->slots = NULL;
@@ -123,30 +153,74 @@ static bool xsk_token_ours(const struct nfsl_xsk_store *st, const struct nfsl_to
 	return nfsl_token_ours_cfg(tok, s, &c);
 }
 
+/* May the config be read again now? With the config mapped: only when
+ * its generation moved since our copy (every writer bumps it, lib/nfsl/
+ * cfg.h) or its keys and flags differ from ours, a few loads: the
+ * kernel copies a value front to back, so a read racing a write can see
+ * the new generation (mid-value) with the old key_old (at its end); the
+ * compare catches that on the next token. Without: at most once per
+ * NFSL_XSK_REREAD_NS per store, whoever asks. */
+static bool xsk_cfg_changed(struct nfsl_xsk_store *st)
+{
+	const struct nfsl_config *m = st->cfg_map, *cur = &st->cfg;
+	struct timespec ts;
+	__u64 now, next;
+
+	if (m)
+		return __atomic_load_n(&m->cfg_gen, __ATOMIC_ACQUIRE) !=
+			       __atomic_load_n(&st->cfg_gen, __ATOMIC_RELAXED) ||
+		       m->flags != cur->flags || memcmp(m->key, cur->key, sizeof(m->key)) ||
+		       memcmp(m->key_old, cur->key_old, sizeof(m->key_old));
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	now = (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	next = __atomic_load_n(&st->cfg_next_ns, __ATOMIC_RELAXED);
+	return now >= next &&
+	       __atomic_compare_exchange_n(&st->cfg_next_ns, &next, now + NFSL_XSK_REREAD_NS,
+					   false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /*
- * A token verified under neither key we hold: has the domain's config
- * changed (a copy-mode migration sets key_old and its flag while the NF
- * runs)? Reads it into @c; true when its keys or flags differ from ours,
+ * xsk_cfg_refresh - a token verified under neither key we hold: has
+ * the domain's config changed (a copy-mode migration sets key_old and its
+ * flag while the NF runs)? The one place the splice reads the config
+ * again, and the place to refresh anything else a token may verify under
+ * (a writer of such state must bump cfg_gen). Reads it into @c only when
+ * xsk_cfg_changed says so (random trailers that pass the token pre-check
+ * cost no system call); true when its keys or flags differ from ours,
  * which are then replaced (unless another worker is replacing them: it
  * writes the same). False without a config map or when nothing changed.
  */
-static bool xsk_cfg_reread(struct nfsl_xsk_store *st, struct nfsl_config *c)
+static bool xsk_cfg_refresh(struct nfsl_xsk_store *st, struct nfsl_config *c)
 {
 	const struct nfsl_config *cur = &st->cfg; /* torn only by a refresh
 						  * of these same values */
 	__u32 zero = 0;
+	bool mine;
 
-	if (st->cfg_fd < 0 || bpf_map_lookup_elem(st->cfg_fd, &zero, c))
+	if (st->cfg_fd < 0 || !xsk_cfg_changed(st))
 		return false;
+	__atomic_add_fetch(&st->rereads, 1, __ATOMIC_RELAXED);
+	if (bpf_map_lookup_elem(st->cfg_fd, &zero, c))
+		return false;
+	/* The generation is recorded only once our keys are the ones it
+	 * names (a copy torn by a concurrent write shows another generation
+	 * in the map: read again next time). */
+	mine = !st->cfg_map ||
+	       c->cfg_gen == __atomic_load_n(&st->cfg_map->cfg_gen, __ATOMIC_ACQUIRE);
 	if (!memcmp(cur->key, c->key, sizeof(c->key)) && cur->flags == c->flags &&
-	    !memcmp(cur->key_old, c->key_old, sizeof(c->key_old)))
+	    !memcmp(cur->key_old, c->key_old, sizeof(c->key_old))) {
+		if (mine)
+			__atomic_store_n(&st->cfg_gen, c->cfg_gen, __ATOMIC_RELAXED);
 		return false;
+	}
 	if (__atomic_exchange_n(&st->cfg_lock, 1, __ATOMIC_ACQUIRE))
 		return true;
 	__atomic_store_n(&st->cfg_seq, st->cfg_seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	cfg_keys(&st->cfg, c);
 	__atomic_store_n(&st->cfg_seq, st->cfg_seq + 1, __ATOMIC_RELEASE);
+	if (mine)
+		__atomic_store_n(&st->cfg_gen, c->cfg_gen, __ATOMIC_RELEASE);
 	__atomic_store_n(&st->cfg_lock, 0, __ATOMIC_RELEASE);
 	return true;
 }
@@ -172,7 +246,7 @@ static bool xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
 	*s = idx < st->nslots ? &st->slots[idx] : NULL;
 	if (xsk_token_ours(st, tok, *s))
 		return true;
-	if (xsk_cfg_reread(st, &c) && nfsl_token_ours_cfg(tok, *s, &c))
+	if (xsk_cfg_refresh(st, &c) && nfsl_token_ours_cfg(tok, *s, &c))
 		return true;
 	/* Under a key the domain retired: its payload is gone. Found, with
 	 * no slot: every caller takes that as stale. */

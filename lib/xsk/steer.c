@@ -4,15 +4,22 @@
  * keys and groups, and where it runs. In a slicing domain it goes into
  * the slicer's chain map, so it runs after the slicer on every domain
  * interface (libxdp's dispatcher cannot load here: docs/platform.md);
- * elsewhere libxdp attaches it to the NF's interfaces.
+ * elsewhere it is attached to the NF's interfaces through bpf_links this
+ * process owns, so the kernel detaches it when the process dies, SIGKILL
+ * included, and the same command starts again (issue 17 §3).
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
 #include <xdp/libxdp.h>
 
 #include "domain.h"
@@ -43,6 +50,107 @@ static const char *xdp_prog_on(int ifindex, char *buf, size_t len)
 	}
 	xdp_multiprog__close(mp);
 	return name;
+}
+
+/*
+ * A process other than this one that holds BPF program @id through a
+ * file descriptor (the program's own, or a bpf_link's to it: their fdinfo
+ * names "prog_id"), or 0 when none does: the program then lives on only
+ * through what it is
+ * attached to (an interface, a prog array) or a pin, its loader gone.
+ * Scans /proc; called only when a steering program is found in place.
+ */
+static pid_t prog_holder(__u32 id)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *pe;
+	pid_t found = 0;
+
+	while (proc && !found && (pe = readdir(proc))) {
+		char path[640], want[32], line[128];
+		struct dirent *fe;
+		DIR *fds;
+
+		/* Not us: libxdp's look at the interface may still hold it. */
+		if (!isdigit((unsigned char)pe->d_name[0]) || atoi(pe->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", pe->d_name);
+		fds = opendir(path);
+		snprintf(want, sizeof(want), "prog_id:\t%u\n", id);
+		while (fds && !found && (fe = readdir(fds))) {
+			char link[64];
+			ssize_t n = readlinkat(dirfd(fds), fe->d_name, link, sizeof(link) - 1);
+			FILE *f;
+
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (strncmp(link, "anon_inode:bpf", 14))
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", pe->d_name, fe->d_name);
+			f = fopen(path, "re");
+			while (f && fgets(line, sizeof(line), f))
+				if (!strcmp(line, want)) {
+					found = atoi(pe->d_name);
+					break;
+				}
+			if (f)
+				fclose(f);
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (proc)
+		closedir(proc);
+	return found;
+}
+
+/*
+ * Device @i runs an nfsl_steer program. If no process holds it, it is the
+ * steering of an nfslice-nf that died without detaching it (killed while
+ * an nfslice before bpf_links attached through netlink): detach it, only
+ * that program (XDP_FLAGS_REPLACE), and say so. If one does, that NF is
+ * alive: refuse, naming its pid. Returns 0 when the device is free now.
+ */
+static int take_over_stale(struct nfsl_xsk *x, int i, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	LIBBPF_OPTS(bpf_xdp_attach_opts, a);
+	__u32 id, mode;
+	pid_t holder;
+	int fd, rc;
+
+	if (bpf_xdp_query(x->ifindex[i], 0, &q))
+		return fail(err, errlen, -errno, "cannot query the XDP program of %s: %s",
+			    x->devname[i]);
+	id = q.prog_id;
+	mode = q.attach_mode == XDP_ATTACHED_SKB ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+	if (!id)
+		return 0; /* gone meanwhile */
+	holder = prog_holder(id);
+	if (holder) {
+		snprintf(err, errlen,
+			 "%s already runs the steering program of another nfslice-nf (program "
+			 "id %u, held by pid %d): stop that NF first, or give this one other "
+			 "interfaces", x->devname[i], id, (int)holder);
+		return -EEXIST;
+	}
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : fail(err, errlen, -errno,
+						  "cannot open the stale steering program on %s: %s",
+						  x->devname[i]);
+	a.old_prog_fd = fd;
+	rc = bpf_xdp_detach(x->ifindex[i], mode | XDP_FLAGS_REPLACE, &a);
+	close(fd);
+	if (rc)
+		return fail(err, errlen, rc,
+			    "cannot detach the stale steering program on %s (ip link set dev "
+			    "IFACE xdp off removes it): %s", x->devname[i]);
+	fprintf(stderr,
+		"nfsl_xsk: %s: took over from a steering program (id %u) that no process "
+		"holds: an nfslice-nf that died without detaching it\n", x->devname[i], id);
+	return 0;
 }
 
 /* The domain's chain map; every device must be one of its interfaces. */
@@ -123,10 +231,25 @@ int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 		rc = open_chain(x, err, errlen);
 		if (rc)
 			return rc;
-		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old))
-			nfsl_msg("nfsl_xsk: warning: ",
-				 "domain %s already fed the NF program id %u; replacing it",
-				 x->o.domain, old);
+		/* A chain entry outlives its NF (the prog array holds the
+		 * program): a killed NF's steering finds no socket and passes
+		 * every frame to the kernel (tc splicer) until this replaces it. */
+		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old)) {
+			pid_t holder = prog_holder(old);
+
+			/* stderr, not nfsl_msg: under --json that collects
+			 * errors for the closing object */
+			if (holder)
+				fprintf(stderr,
+					"nfsl_xsk: warning: domain %s already fed the steering "
+					"program id %u of the running pid %d; replacing it "
+					"(that NF gets no more frames)\n",
+					x->o.domain, old, (int)holder);
+			else
+				fprintf(stderr,
+					"nfsl_xsk: domain %s: replacing the steering program id "
+					"%u of an nfslice-nf that is gone\n", x->o.domain, old);
+		}
 		if (bpf_map_update_elem(x->chain_fd, &zero, &prog_fd, 0))
 			return fail(err, errlen, -errno, "cannot chain the steering program after the slicer of %s: %s",
 				    x->o.domain);
@@ -135,8 +258,14 @@ int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 	}
 	for (int i = 0; i < x->ndevs; i++) {
 		const char *other = xdp_prog_on(x->ifindex[i], buf, sizeof(buf));
-		struct xdp_program *p;
+		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = XDP_FLAGS_DRV_MODE);
 
+		if (other && !strcmp(other, "nfsl_steer")) {
+			rc = take_over_stale(x, i, err, errlen);
+			if (rc)
+				return rc;
+			other = xdp_prog_on(x->ifindex[i], buf, sizeof(buf));
+		}
 		if (other) {
 			snprintf(err, errlen,
 				 "%s already runs the XDP program %s%s", x->devname[i], other,
@@ -145,14 +274,12 @@ int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 					 : ": detach it first (xdp-loader unload)");
 			return -EEXIST;
 		}
-		p = xdp_program__from_fd(prog_fd);
-		rc = libxdp_get_error(p);
-		if (!rc)
-			rc = xdp_program__attach(p, x->ifindex[i], XDP_MODE_NATIVE, 0);
-		xdp_program__close(p);
-		if (rc)
-			return fail(err, errlen, rc, "cannot attach the steering program to %s: %s",
-				    x->devname[i]);
+		/* A bpf_link, not a netlink attach: it goes with this process. */
+		rc = bpf_link_create(prog_fd, x->ifindex[i], BPF_XDP, &lo);
+		if (rc < 0)
+			return fail(err, errlen, -errno,
+				    "cannot attach the steering program to %s: %s", x->devname[i]);
+		x->steer_link[i] = rc;
 		x->steer_attached = true;
 	}
 	x->steering = true;
@@ -184,18 +311,14 @@ void xsk_steer_stop(struct nfsl_xsk *x)
 
 void xsk_steer_close(struct nfsl_xsk *x)
 {
-	if (x->steer_attached) {
-		for (int i = 0; i < x->ndevs; i++) {
-			struct xdp_program *p =
-				xdp_program__from_fd(bpf_program__fd(x->steer->progs.nfsl_steer));
-
-			if (!libxdp_get_error(p)) {
-				xdp_program__detach(p, x->ifindex[i], XDP_MODE_NATIVE, 0);
-				xdp_program__close(p);
-			}
-		}
-		x->steer_attached = false;
+	/* Closing the link detaches the program (as the process's death
+	 * would). */
+	for (int i = 0; i < NFSL_XSK_MAX_DEVS; i++) {
+		if (x->steer_link[i] >= 0)
+			close(x->steer_link[i]);
+		x->steer_link[i] = -1;
 	}
+	x->steer_attached = false;
 	if (x->chain_fd >= 0)
 		close(x->chain_fd);
 	x->chain_fd = -1;

@@ -304,6 +304,8 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		return nfsl_errf(err, errlen, -ENOMEM, "out of memory");
 	x->o = *o;
 	x->chain_fd = -1;
+	for (int i = 0; i < NFSL_XSK_MAX_DEVS; i++)
+		x->steer_link[i] = -1;
 	x->ndevs = o->ndevs;
 	x->nworkers = o->workers;
 	rc = check_opts(x, err, errlen);

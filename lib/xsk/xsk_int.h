@@ -110,6 +110,10 @@ struct nfsl_xsk {
 	/* steering */
 	struct steer_bpf *steer;
 	int chain_fd;          /* domain's chain map, or -1 */
+	int steer_link[NFSL_XSK_MAX_DEVS]; /* no domain: the bpf_link fd
+				* attaching it to each interface, owned by this
+				* process (the kernel detaches it when the
+				* process dies, SIGKILL included), or -1 */
 	bool steer_attached;   /* attached to the interfaces (no domain) */
 	bool steering;
 	/* inline */

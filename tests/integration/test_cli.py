@@ -731,7 +731,7 @@ def test_gc_removes_domains_of_deleted_namespaces(clean, domain, spare_ns):
     # Nothing of ours to collect while every namespace lives (another
     # run's gone namespaces may be collected: gc is host-wide).
     out = json.loads(must(rig.nfslice("gc", "--json")))
-    assert set(out) == {"dry_run", "removed", "unknown"}
+    assert set(out) == {"dry_run", "removed", "unknown", "holding"}
     assert out["dry_run"] is False
     mine = {str(d), str(rig.pin_dir("keep"))}
     assert not mine & {r["dir"] for r in out["removed"] + out["unknown"]}

@@ -41,7 +41,7 @@ import pytest
 import nftap
 from nfload import (RAW_SEND, RECV, SEND, SIZE, Daemon, Traffic, datagram,
                     pcap_frames, scrape)
-from nfrig import NFSLICE, PY, describe, must, name, poll, settle
+from nfrig import NFSLICE, PY, describe, must, name, poll, run, settle
 
 MIG = nftap.NIC_ADDRS
 DOMAIN = "mig"
@@ -176,6 +176,8 @@ def test_migrate_under_traffic(nicrig, tmp_path, mode, target):
     assert r["attach_ns"] + r["unsliced_ns"] <= r["total_ns"], numbers
     for k in ("stale", "replayed", "too_big", "evicted", "bad_token"):
         assert after[k] == 0, numbers
+    if target == "netns":  # the holding tag went at the switch
+        assert _nic_entry(lab)["holding"] is None, _nic_entry(lab)
     if mode == "drain":
         assert after["spliced"] + after["slots_busy"] == after["sliced"], \
             numbers
@@ -375,3 +377,89 @@ def test_daemon_restart_under_traffic(rig, tmp_path):
         before["spliced"] + after["slots_busy"] - before["slots_busy"], numbers
     # Three daemons served the same socket path, two left it behind.
     assert d.text().count(f"serving {d.sock}") == 3, d.text()
+
+
+def _nic_entry(lab):
+    """`nfslice list --json` (from the host's namespace): the NIC's domain
+    entry, or None."""
+    cp = run([NFSLICE, "list", "--json"])
+    assert cp.returncode == 0, describe(cp)
+    for e in json.loads(cp.stdout):
+        if e["name"] == DOMAIN and e["netns"]["cookie"] == lab.cookies["nic"]:
+            return e
+    return None
+
+
+def _nic_detached(lab):
+    """The NIC has no instance: no pins, no XDP program on w0, w1."""
+    return (lab.nfslice("nic", "status", "--name", DOMAIN).returncode == 1 and
+            all(not lab.link("nic", d).get("xdp") for d in ("w0", "w1")))
+
+
+def _migrate_hooked(lab, hook):
+    """nfslice migrate of DOMAIN to the NIC with NFSLICE_TEST_HOOK=HOOK
+    (loader/migrate.c test_hook), started in the DUT; the Popen."""
+    return lab.spawn("dut", "env", f"NFSLICE_TEST_HOOK={hook}", NFSLICE,
+                     "migrate", "--name", DOMAIN, "--to", lab.ns("nic"),
+                     "--nf-port", "h0,h1", "w0", "w1")
+
+
+def test_killed_migration_holding_instance(nicrig, tmp_path):
+    """A migration killed once the new instance is attached holding used to
+    leave it attached, reported nowhere. Now: `nfslice list` marks it
+    HOLDING with the migration's pid, alive while the migration runs
+    (stopped here: gc keeps it), gone once it is killed; then `nfslice gc`
+    detaches it in its namespace, and the old instance slices on as
+    before. The same kill with nfsliced running: its housekeeping detaches
+    it (--gc-interval 1)."""
+    lab = nicrig
+    must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0",
+                     "d0", "d1"))
+    mig = _migrate_hooked(lab, "stop-holding")
+    poll(lambda: open(f"/proc/{mig.pid}/stat").read().rsplit(")", 1)[1]
+         .split()[0] == "T", 10, "the migration stopped at its hook")
+    e = _nic_entry(lab)
+    want = {"pid": mig.pid, "alive": True, "slicing": False,
+            "from_netns_cookie": lab.cookies["dut"]}
+    assert e and {k: e["holding"][k] for k in want} == want, e
+    cp = run([NFSLICE, "gc", "--json"])
+    assert cp.returncode == 0 and json.loads(cp.stdout)["holding"] == [], \
+        describe(cp)
+    assert not _nic_detached(lab), "gc detached a running migration's instance"
+    os.kill(mig.pid, signal.SIGKILL)
+    assert mig.wait(timeout=10) == -signal.SIGKILL
+    lab.procs.remove(mig)
+    e = _nic_entry(lab)
+    assert e["holding"]["pid"] == mig.pid and e["holding"]["alive"] is False, e
+    cp = run([NFSLICE, "list"])
+    assert f"HOLDING for nfslice migrate pid {mig.pid} (gone: nfslice gc " \
+        "detaches it)" in cp.stdout, cp.stdout
+    cp = run([NFSLICE, "gc", "--dry-run", "--json"])
+    assert [(h["name"], h["migration_pid"], h["action"]) for h in
+            json.loads(cp.stdout)["holding"]] == \
+        [(DOMAIN, mig.pid, "detached")], describe(cp)
+    assert not _nic_detached(lab), "gc --dry-run detached it"
+    cp = run([NFSLICE, "gc"])
+    assert cp.returncode == 0 and f"detached '{DOMAIN}' (ns{lab.cookies['nic']})" \
+        f", the holding instance of nfslice migrate pid {mig.pid}, which is " \
+        "gone" in cp.stdout, describe(cp)
+    assert _nic_detached(lab) and _nic_entry(lab) is None
+    st = json.loads(must(lab.nfslice("dut", "status", "--name", DOMAIN,
+                                     "--json")))
+    assert st["threshold"] == 256 and st["healthy"] is True, st
+    # Killed by the hook itself, with nfsliced's housekeeping running.
+    cp = lab.exec("dut", "env", "NFSLICE_TEST_HOOK=kill-holding", NFSLICE,
+                  "migrate", "--name", DOMAIN, "--to", lab.ns("nic"),
+                  "--nf-port", "h0,h1", "w0", "w1", check=False)
+    assert cp.returncode == -signal.SIGKILL, describe(cp)
+    e = _nic_entry(lab)
+    assert e and e["holding"]["alive"] is False, e
+    daemon = Daemon(tmp_path, "--gc-interval", "1")
+    try:
+        poll(lambda: _nic_detached(lab), 15,
+             "nfsliced detaching the killed migration's holding instance")
+    finally:
+        assert daemon.stop() == 0
+    assert "is the holding instance of nfslice migrate pid" in daemon.text()
+    assert json.loads(must(lab.nfslice("dut", "status", "--name", DOMAIN,
+                                       "--json")))["threshold"] == 256

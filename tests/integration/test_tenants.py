@@ -27,6 +27,7 @@ The domains are attached with --ttl 0: an nfsliced elsewhere on the host
 (every one scans every domain) must not evict what x2 holds.
 """
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -266,3 +267,42 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["pace"]:
         sys.exit(_pace(sys.argv[2:]))
     sys.exit("usage: test_tenants.py pace HOST PORT PPS SECONDS SIZE")
+
+
+def test_tenants_input_refused(nets, tmp_path):
+    """A FIFO or /dev/zero as --tenants used to hang attach; an empty or a
+    binary file attached with the default tenant only; --quota a=1%,a=2%
+    took the last. Each is refused at once, exit 2 (a usage error), naming
+    the fix; nothing is attached or changed."""
+    net = nets(router, "tsi")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    empty = tmp_path / "empty"
+    empty.write_text("# no tenants yet\n")
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"gold quota=1%\n\x7fELF\x02\x01\x01\x00")
+    for path, msg in (
+            ("/dev/zero", "/dev/zero is a character device: give a regular text "
+             "file, one tenant per line"),
+            (str(fifo), f"{fifo} is a FIFO: give a regular text file"),
+            (str(empty), "declares no tenant: add a line NAME quota=N%"),
+            (str(binary), ":2: byte 0x02 at column 5 is not text")):
+        cp = net.nfslice("attach", "--name", "tsi", "--tenants", path, "dut0",
+                         timeout=10)
+        assert cp.returncode == 2 and msg in cp.stderr, (path, describe(cp))
+    cp = net.nfslice("list", "--json")
+    assert cp.returncode == 0 and "tsi" not in cp.stdout, describe(cp)
+    net.attach("--ttl", "0", "--tenants", tenants_file(
+        tmp_path, "gold quota=10%", "silver quota=10%"), "dut0", "dut1",
+        name="tsi")
+    t0, _ = tenants(net, "tsi")
+    for args, msg in (
+            (("--quota", "gold=1%,silver=2%,gold=2%"),
+             "--quota: tenant 'gold' is given twice: give each tenant once"),
+            (("--quota", "gold=7x"), "give N% of each partition"),
+            (("--tenants", str(empty)), "declares no tenant")):
+        cp = net.nfslice("set", "--name", "tsi", *args)
+        assert cp.returncode == 2 and msg in cp.stderr, (args, describe(cp))
+    t, doc = tenants(net, "tsi")
+    assert doc["gen"] == 0 and t == t0, doc
+    net.detach("tsi")

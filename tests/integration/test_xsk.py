@@ -20,7 +20,10 @@ smallpriv, shring, rxbisect; 2 workers):
    and sent, the rest takes the kernel path (tc splicer), the chain entry
    and the steering program are gone;
 6. bad arguments fail with exit 2 (1: a system conflict), a message that
-   names the problem and the fix, and nothing left attached.
+   names the problem and the fix, and nothing left attached;
+7. SIGKILL, then the same command: it starts, frames sent meanwhile all
+   arrive (kernel path), then cross the new NF exactly; a steering program
+   left by a dead NF of an older nfslice is taken over.
 
 One rig for the module (nfrig.name("xk-*")); every test starts from a
 clean DUT and leaves one (fixture xr: NF processes stopped, domains
@@ -521,3 +524,112 @@ def _attach_options():
     from nfrig import NFSLICE
     out = run([NFSLICE, "attach", "--help"]).stdout
     return {w.split("=")[0] for w in out.split() if w.startswith("--")}
+
+
+# --------------------------------------------- 7. SIGKILL, then restart --
+STEER_OBJ = ROOT / "build" / ".output" / "steer.bpf.o"
+KILL_N = 200    # datagrams sent while the NF is dead
+GAP_PORT = 7003
+
+
+def _gap_traffic(xr, what):
+    """KILL_N 1000 B datagrams from a kernel socket while no NF runs: every
+    one reaches the sink intact (the kernel forwards them; in a domain the
+    tc splicer puts the payloads back), none lost to a dead steering
+    program."""
+    cap = xr.capture(KILL_N, bpf=f"udp dst port {GAP_PORT}")
+    res = xr.udpsend(SINK4, GAP_PORT, KILL_N, 1000, flows=4, seed=3)
+    got = cap.finish(15)
+    assert res["sent"] == KILL_N and len(got) == KILL_N, \
+        f"{what}: {len(got)} of {KILL_N} datagrams arrived while the NF " \
+        f"was dead; sender {res}"
+    assert sorted(nfpkt.parse(f).payload for f in got) == \
+        sorted(datagram(3, i, 1000) for i in range(KILL_N)), what
+
+
+@pytest.mark.parametrize("domain", (False, True), ids=("no-domain", "domain"))
+def test_sigkill_restart(xr, domain):
+    """nfslice-nf killed with SIGKILL (no cleanup of its own) restarts with
+    the same command. Without a domain its steering was attached through
+    bpf_links the process owned: the kernel detached it at the death (d0
+    and d1 have no XDP program), so frames take the kernel path until the
+    restart. In a domain the dead NF's program stays in the chain map,
+    finds no socket and passes every frame on (tc splicer); the restart
+    replaces it, saying it was a gone NF's, and the old program is freed.
+    After the restart the crafted frames cross the new NF exactly."""
+    name = DOMAIN if domain else None
+    if domain:
+        xr.attach(DOMAIN)
+    args = ("--workers", WORKERS, "--rx", "rxbisect")
+    nf = xr.start_nf(*args, name=name)
+    old = xr.chain_prog_id(DOMAIN) if domain else None
+    nf.kill(signal.SIGKILL)
+    assert nf.proc.wait(timeout=10) == -signal.SIGKILL
+    xr.forget(nf.proc)
+    if domain:
+        assert xr.chain_prog_id(DOMAIN) == old, "the chain entry went away"
+    else:
+        poll(lambda: [xr.xdp_prog("dut", d) for d in ("d0", "d1")] ==
+             [None, None], 2, "the kernel detaching the dead NF's steering")
+    _gap_traffic(xr, "dead NF")
+    st0 = xr.stats(DOMAIN) if domain else None
+    # In a domain, ready means the chain entry changed (it never emptied).
+    nf = xr.start_nf(*args, name=name, ready=not domain)
+    if domain:
+        def replaced():
+            assert nf.alive(), nf.describe()
+            return xr.chain_prog_id(DOMAIN) != old
+        poll(replaced, 15, "the restarted NF's steering in the chain")
+        assert \
+            f"replacing the steering program id {old} of an nfslice-nf " \
+            "that is gone" in nf.stderr(), nf.describe()
+        cp = run(["bpftool", "prog", "show", "id", old])
+        assert cp.returncode != 0, f"the dead NF's program {old} lives on"
+    frames = crafted()
+    cap = xr.capture(len(frames))
+    xr.send_frames(frames)
+    got = cap.finish(10)
+    rep = nf.stop()
+    what = f"restarted NF, {'domain' if domain else 'no domain'}"
+    assert len(got) == len(frames), f"{what}: {len(got)} arrived; {rep}"
+    assert nfpkt.first_difference(sorted(got), sorted(
+        swap_macs(f) for f in frames)) is None, what
+    nf_total_clean(rep, len(frames), what)
+    assert rep["total"]["spliced"] == (len(frames) // 2 if domain else 0), \
+        f"{what}: {rep['total']}"
+    if domain:
+        st = delta(xr.stats(DOMAIN), st0)
+        assert (st["sliced"], st["spliced"], st["stale"]) == \
+            (len(frames) // 2, 0, 0), f"{what}: {st}"
+    assert_unhooked(xr, name)
+
+
+def test_takes_over_stale_steering(xr):
+    """An nfsl_steer program left attached through netlink by an NF that
+    died (what an nfslice-nf before bpf_links left after SIGKILL) and held
+    by no process is taken over with a notice, and frames then cross the
+    NF exactly."""
+    for dev in ("d0", "d1"):
+        xr.ip("dut", "link", "set", "dev", dev, "xdpdrv", "obj", STEER_OBJ,
+              "sec", "xdp", "program", "nfsl_steer")
+    stale = {d: xr.link("dut", d)["xdp"]["prog"]["id"] for d in ("d0", "d1")}
+    nf = xr.start_nf("--workers", WORKERS, "--rx", "rxbisect", ready=False)
+
+    def ours():
+        assert nf.alive(), nf.describe()
+        return all((xr.link("dut", d).get("xdp") or {}).get("prog", {}).get(
+            "id", i) != i for d, i in stale.items())
+    poll(ours, 15, "the NF's own steering on d0 and d1")
+    for d, i in stale.items():
+        assert f"{d}: took over from a steering program (id {i}) that no " \
+            "process holds" in nf.stderr(), nf.describe()
+    assert [xr.xdp_prog("dut", d) for d in ("d0", "d1")] == \
+        ["nfsl_steer"] * 2
+    frames = crafted()
+    cap = xr.capture(len(frames))
+    xr.send_frames(frames)
+    got = cap.finish(10)
+    rep = nf.stop()
+    assert len(got) == len(frames), f"{len(got)} arrived; {rep}"
+    nf_total_clean(rep, len(frames), "after the take-over")
+    assert_unhooked(xr)

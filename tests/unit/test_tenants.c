@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <criterion/criterion.h>
 
@@ -413,6 +414,74 @@ Test(tenantfile, errors_name_line_and_fix, .init = NULL, .fini = NULL)
 		cr_expect(strstr(err, bad[i].msg), "case %zu: '%s' does not say '%s'", i, err,
 			  bad[i].msg);
 	}
+}
+
+/* Files that are no tenants file: refused at once (a FIFO without a writer
+ * and /dev/zero used to hang the parse), each message naming the fix; an
+ * empty or binary file used to attach with the default tenant only. */
+Test(tenantfile, not_a_tenants_file, .init = NULL, .fini = NULL, .timeout = 10)
+{
+	static const struct {
+		const char *text;
+		size_t len; /* 0: strlen */
+		const char *msg;
+	} bad[] = {
+		{ "", 0, "declares no tenant: add a line NAME quota=N%" },
+		{ "# nothing yet\n\n", 0, "declares no tenant" },
+		{ "default min=5%\n", 0, "declares no tenant" },
+		{ "gold quota=1%\0\n", 15, ":1: byte 0x00 at column 14 is not text" },
+		{ "gold quota=1%\nsilver\x01quota=1%\n", 0,
+		  ":2: byte 0x01 at column 7 is not text: a tenants file is text lines" },
+		{ "\x7f" "ELF\x02\x01\x01", 7, ":1: byte 0x02 at column 5 is not text" },
+	};
+	static struct nfsl_tenant_spec sp;
+	char path[] = "/tmp/nfsl-tenants-XXXXXX", fifo[64], err[512];
+	char *big;
+	int fd;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+
+		strcpy(path, "/tmp/nfsl-tenants-XXXXXX");
+		fd = mkstemp(path);
+		cr_assert(fd >= 0);
+		cr_assert_eq(write(fd, bad[i].text, len), (ssize_t)len);
+		close(fd);
+		*err = '\0';
+		cr_expect_eq(nfsl_tenants_parse(path, &sp, err, sizeof(err)), -EINVAL, "case %zu",
+			     i);
+		cr_expect(strstr(err, bad[i].msg), "case %zu: '%s' does not say '%s'", i, err,
+			  bad[i].msg);
+		unlink(path);
+	}
+	cr_expect_eq(nfsl_tenants_parse("/dev/zero", &sp, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "/dev/zero is a character device: give a regular text file"),
+		  "%s", err);
+	cr_expect_eq(nfsl_tenants_parse("/tmp", &sp, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "/tmp is a directory"), "%s", err);
+	snprintf(fifo, sizeof(fifo), "/tmp/nfsl-tenants-fifo-%d", (int)getpid());
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_expect_eq(nfsl_tenants_parse(fifo, &sp, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "is a FIFO: give a regular text file"), "%s", err);
+	unlink(fifo);
+	/* Over the size limit, and a line over the line limit. */
+	big = malloc(NFSL_TENANTS_MAX_BYTES + 2);
+	cr_assert_not_null(big);
+	memset(big, '#', NFSL_TENANTS_MAX_BYTES + 1);
+	strcpy(path, "/tmp/nfsl-tenants-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert_eq(write(fd, big, NFSL_TENANTS_MAX_BYTES + 1), NFSL_TENANTS_MAX_BYTES + 1);
+	close(fd);
+	cr_expect_eq(nfsl_tenants_parse(path, &sp, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "has 65537 bytes, more than the 65536"), "%s", err);
+	unlink(path);
+	memcpy(big, "gold quota=1% ", 14);
+	big[NFSL_TENANTS_MAX_LINE + 1] = '\0';
+	cr_expect_eq(parse_text(big, &sp, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, ":1: line longer than 4095 bytes"), "%s", err);
+	big[NFSL_TENANTS_MAX_LINE] = '\0'; /* at the limit: a comment, fine */
+	cr_expect_eq(parse_text(big, &sp, err, sizeof(err)), 0, "%s", err);
+	free(big);
 }
 
 Test(tenantfile, quotas_over_the_partition, .init = NULL, .fini = NULL)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <criterion/criterion.h>
@@ -22,6 +23,7 @@
 #include "pkt.h"
 #include "ref.h"
 #include "domain.h"
+#include "nfsl_splice.h"
 #include "nfsl_xsk_splice.h"
 
 #define XS_ROOM 2048u /* a UMEM frame */
@@ -759,4 +761,90 @@ Test(xsk_splice, orig_len)
 		cr_assert_eq(nfsl_xsk_release(&xs, sl, slen), 1);
 		cr_expect_eq(nfsl_xsk_orig_len(&xs, sl, slen), rs.l3end - rs.l3off);
 	}
+}
+
+/* 5000 ordinary DSCP-0 UDP frames with random trailers through @st: each
+ * NOT_SLICED and untouched. Returns how many passed the token pre-check
+ * (nfsl_token_index), i.e. would have cost a config re-read before the
+ * re-read waited for a generation change (issue 17 §3: 2405 of 5000). */
+static int ordinary_frames(struct nfsl_xsk_store *st, unsigned int seed)
+{
+	struct pkt_spec s = { .size = 1000, .proto = PKT_UDP };
+	uint8_t in[PKT_MAX], out[PKT_MAX];
+	struct nfsl_token tok;
+	int prechecked = 0;
+	struct ref_info ri;
+	uint32_t olen, idx;
+	size_t len;
+
+	srand(seed);
+	len = pkt_build(&s, in);
+	parse(in, len, &ri);
+	for (int i = 0; i < 5000; i++) {
+		for (uint32_t b = ri.payoff; b < ri.l3end; b++)
+			in[b] = (uint8_t)rand();
+		memcpy(&tok, in + ri.l3end - NFSL_TOKEN_LEN, sizeof(tok));
+		prechecked += nfsl_token_index(&tok, &idx);
+		memcpy(out, in, len);
+		olen = len;
+		cr_assert_eq(nfsl_xsk_splice(st, out, &olen, XS_ROOM, XS_MTU),
+			     NFSL_XSK_SPLICE_NOT_SLICED, "frame %d", i);
+		cr_assert(olen == len && !memcmp(out, in, len), "frame %d changed", i);
+	}
+	return prechecked;
+}
+
+/* The config is read again only when its generation moved: 5000 ordinary
+ * frames cost no bpf(2) lookup however many pass the token pre-check; a
+ * configuration change costs exactly one, then none again. */
+Test(xsk_splice, reread_on_generation_only)
+{
+	struct nfsl_domain d = { .store_fd = H.store, .config_fd = H.config,
+				 .counters_fd = -1, .cursor_fd = -1 };
+	struct nfsl_xsk_store st;
+	int pre;
+
+	d.cfg = H.cfg;
+	cr_assert_eq(nfsl_xsk_store_open(&st, &d), 0);
+	cr_assert_not_null(st.cfg_map, "the config map is mmapable and mapped");
+	pre = ordinary_frames(&st, 17);
+	cr_assert_gt(pre, 1000, "only %d of 5000 trailers passed the pre-check", pre);
+	cr_expect_eq(st.rereads, 0, "%lu re-reads for %d pre-checked trailers", st.rereads, pre);
+	H.cfg.threshold++; /* a runtime change, as nfslice set makes it */
+	H.cfg.cfg_gen++;
+	h_write_config();
+	pre = ordinary_frames(&st, 18);
+	cr_expect_eq(st.rereads, 1, "%lu re-reads after one change", st.rereads);
+	cr_expect_eq(st.cfg_gen, H.cfg.cfg_gen, "generation %u recorded, map has %u", st.cfg_gen,
+		     H.cfg.cfg_gen);
+	nfsl_xsk_store_close(&st);
+}
+
+/* A config map that is not mmapable (a domain attached by an older
+ * nfslice): at most one re-read per NFSL_XSK_REREAD_NS. */
+Test(xsk_splice, reread_rate_limited)
+{
+	struct nfsl_domain d = { .store_fd = H.store, .counters_fd = -1, .cursor_fd = -1 };
+	struct nfsl_xsk_store st;
+	struct timespec t0, t1;
+	__u32 zero = 0;
+	__u64 ms;
+
+	d.config_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "nfut_cfg", 4, sizeof(struct nfsl_config),
+				     1, NULL);
+	cr_assert_geq(d.config_fd, 0);
+	cr_assert_eq(bpf_map_update_elem(d.config_fd, &zero, &H.cfg, BPF_ANY), 0);
+	d.cfg = H.cfg;
+	cr_assert_eq(nfsl_xsk_store_open(&st, &d), 0);
+	cr_assert_null(st.cfg_map);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ordinary_frames(&st, 19);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = ((__u64)(t1.tv_sec - t0.tv_sec) * 1000000000ull + t1.tv_nsec - t0.tv_nsec) /
+	     NFSL_XSK_REREAD_NS;
+	cr_expect_leq(st.rereads, ms + 1, "%lu re-reads in %llu ms", st.rereads,
+		      (unsigned long long)ms);
+	cr_expect_geq(st.rereads, 1);
+	nfsl_xsk_store_close(&st);
+	close(d.config_fd);
 }
