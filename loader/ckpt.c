@@ -91,7 +91,8 @@ static int run_restore(void *p, int argc, char **argv)
 
 #define OFF(f) offsetof(struct ckpt_opts, f)
 static const struct nfsl_opt ckpt_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "file", NFSL_OPT_STR, OFF(file), .metavar = "PATH",
 	  .help = "the checkpoint file (required)" },

@@ -771,7 +771,8 @@ static int run_migrate(void *p, int argc, char **argv)
 
 #define OFF(f) offsetof(struct migrate_opts, f)
 static const struct nfsl_opt migrate_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name, here and in the target (default: default)" },
 	{ "to", NFSL_OPT_STR, OFF(to), .metavar = "NETNS|ssh://HOST",
 	  .help = "where the new instance goes: a namespace (a name under /run/netns, or a "

@@ -15,6 +15,7 @@
 
 #include "nfslice.h"
 #include "domain.h"
+#include "json_writer.h"
 #include "version.h"
 
 static const struct nfsl_cmd *const cmds[] = {
@@ -30,8 +31,7 @@ int nfsl_bpffs_state;
 int nfsl_err_domain(int err, const char *name)
 {
 	if (err == -EINVAL)
-		return nfsl_err("invalid domain name '%s': use 1-63 letters, digits, '_', '-' or '.'",
-				name);
+		return nfsl_err("invalid domain name '%s': " NFSL_NAME_RULE, name);
 	if (err == -ENOMEDIUM && nfsl_bpffs_state == -EACCES)
 		return nfsl_err("no bpffs at %s in this mount namespace, and PID 1's "
 				"(/proc/1/ns/mnt) cannot be read to find the host's: run "
@@ -91,11 +91,12 @@ static const struct nfsl_prog prog = {
 		"status, list, gc, set, checkpoint, restore and evict CAP_BPF and\n"
 		"CAP_SYS_ADMIN; stats CAP_BPF. With --json, an error is one\n"
 		"JSON object on stdout, {\"error\": MESSAGE, \"code\": EXIT STATUS},\n"
-		"and nothing goes to stderr but notes and library warnings.",
+		"and nothing goes to stderr but notes and warnings (a command that\n"
+		"succeeds never prints an error object).",
 	.exit_status =
 		"  0  success (status: the domain is whole)\n"
 		"  1  failure: the message says what failed and how to fix it\n"
-		"  2  bad usage (unknown command or option, bad value): nothing was done\n"
+		"  2  bad usage (unknown command or option, bad value or name): nothing was done\n"
 		"  3  status only: the domain is damaged (a slicer or splicer missing,\n"
 		"     or an interface gone); nfslice repair restores missing programs",
 	.env = env,
@@ -120,7 +121,33 @@ static int unknown_cmd(const char *name, bool json)
 	return NFSL_EXIT_USAGE;
 }
 
-/* nfslice help [COMMAND]: the help of the program or of COMMAND. */
+/* nfslice version [--json], -V, --version: as bpftool's (one line, or
+ * one JSON object). */
+static int version(int argc, char **argv, bool json)
+{
+	struct json_writer w;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json")) {
+			nfsl_err("version: unexpected argument '%s'; usage: nfslice version "
+				 "[--json]", argv[i]);
+			return NFSL_EXIT_USAGE;
+		}
+	}
+	if (!json) {
+		nfsl_print_version(prog.name, stdout);
+		return 0;
+	}
+	jsonw_init(&w, stdout);
+	jsonw_start_object(&w);
+	jsonw_string_field(&w, "name", prog.name);
+	jsonw_string_field(&w, "version", nfsl_version());
+	jsonw_end_object(&w);
+	return 0;
+}
+
+/* nfslice help [COMMAND]: the help of the program or of COMMAND
+ * ('help help' and 'help version' included, as bpftool's). */
 static int help(int argc, char **argv, bool json)
 {
 	const struct nfsl_cmd *cmd;
@@ -133,6 +160,18 @@ static int help(int argc, char **argv, bool json)
 		nfsl_err("help: unexpected argument '%s'; usage: nfslice help [COMMAND]",
 			 argv[3]);
 		return NFSL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[2], "help")) {
+		printf("Usage: nfslice help [COMMAND]\n\n"
+		       "Show the usage of nfslice (its commands, exit status and\n"
+		       "environment), or of COMMAND: the same as 'nfslice COMMAND --help'.\n");
+		return 0;
+	}
+	if (!strcmp(argv[2], "version")) {
+		printf("Usage: nfslice version [--json]\n\n"
+		       "Show nfslice's version (also: nfslice -V, nfslice --version);\n"
+		       "with --json as one object {\"name\", \"version\"}.\n");
+		return 0;
 	}
 	cmd = find_cmd(argv[2]);
 	if (!cmd)
@@ -157,10 +196,9 @@ static int run(int argc, char **argv, bool json)
 	}
 	if (!strcmp(argv[1], "help"))
 		return help(argc, argv, json);
-	if (!strcmp(argv[1], "--version")) {
-		nfsl_print_version(prog.name, stdout);
-		return 0;
-	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "--version"))
+		return version(argc, argv, json);
 	/* Hidden: what make install generates. */
 	if (!strcmp(argv[1], "--man")) {
 		nfsl_man(&prog, stdout);

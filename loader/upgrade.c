@@ -246,7 +246,8 @@ out_unlock:
 static const struct upgrade_opts upgrade_defaults = { .name = "default" };
 
 static const struct nfsl_opt upgrade_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct upgrade_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct upgrade_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, offsetof(struct upgrade_opts, json),
 	  .help = "print the programs replaced and each step's time (lock_ns, load_ns, "

@@ -30,8 +30,7 @@ static json_t *req_domain(json_t *req, char *dir, size_t len)
 	err = nfsl_domain_dir_of(dir, len, json_integer_value(ns), name);
 	if (err == -EINVAL)
 		return nfsl_ctl_error(NFSL_EXIT_USAGE,
-				      "invalid domain name '%s': use 1-63 letters, digits, "
-				      "'_', '-' or '.'", name);
+				      "invalid domain name '%s': " NFSL_NAME_RULE, name);
 	if (err)
 		return nfsl_ctl_error(NFSL_EXIT_FAIL, "domain '%s': %s", name, strerror(-err));
 	if (access(dir, F_OK))

@@ -49,7 +49,7 @@ static const struct nfsl_opt table[] = {
 	 .help = "privring, smallpriv, shring or rxbisect (default privring)"},
 	{"nf", NFSL_OPT_STR, OFF(nf), .metavar = "NF[,NF...]",
 	 .help = "NF or chain: rxdrop, l2fwd, fw, nat, lb, qos (default l2fwd; docs/nf.md)"},
-	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN",
+	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN", .check = nfsl_name_opt_check,
 	 .help = "inline: the interfaces' slicing domain (default: none)"},
 	{"ax", NFSL_OPT_U32, OFF(ax), 64, 65536, .metavar = "N",
 	 .help = "fill ring (Ax) entries, a power of two (default 256)"},

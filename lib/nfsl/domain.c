@@ -231,6 +231,11 @@ int nfsl_name_check(const char *name)
 	return 0;
 }
 
+const char *nfsl_name_opt_check(const char *name)
+{
+	return nfsl_name_check(name) ? NFSL_NAME_RULE : NULL;
+}
+
 int nfsl_domain_dir(char *buf, size_t len, const char *name)
 {
 	char ns[PATH_MAX];

@@ -95,8 +95,20 @@ int nfsl_netns_dir(char *buf, size_t len);
 /* Pin directory of domain @name in this network namespace. */
 int nfsl_domain_dir(char *buf, size_t len, const char *name);
 
-/* Check a domain name: 1..63 chars of [A-Za-z0-9_.-]. Returns 0 or -EINVAL. */
+/* The one rule of domain names (nfsl_name_check), as messages state it:
+ * a name is a directory in bpffs, so '.', '..' (and, for one rule, any
+ * name starting with '.') cannot be one. */
+#define NFSL_NAME_RULE \
+	"use 1-63 letters, digits, '_', '-' or '.' ('.' anywhere but first, " \
+	"so not '.', '..' or '...')"
+
+/* Check a domain name: 1..63 chars of [A-Za-z0-9_.-], the first not '.'.
+ * Returns 0 or -EINVAL. */
 int nfsl_name_check(const char *name);
+
+/* nfsl_name_check for an option table's .check (struct nfsl_opt): NULL
+ * when @name is valid, else NFSL_NAME_RULE. */
+const char *nfsl_name_opt_check(const char *name);
 
 /*
  * nfsl_map_value_check - is the value of map @fd @want bytes (per CPU, for

@@ -124,7 +124,7 @@ int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 		if (rc)
 			return rc;
 		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old))
-			nfsl_msg("nfsl_xsk: warning: ",
+			nfsl_warn("nfsl_xsk: warning: ",
 				 "domain %s already fed the NF program id %u; replacing it",
 				 x->o.domain, old);
 		if (bpf_map_update_elem(x->chain_fd, &zero, &prog_fd, 0))
