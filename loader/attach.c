@@ -374,7 +374,7 @@ static int lock_domains(void)
 	int fd = nfsl_domains_lock();
 
 	if (fd < 0)
-		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-fd));
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(fd));
 	return fd < 0 ? -1 : fd;
 }
 
@@ -623,7 +623,7 @@ static int run_attach(void *o, int argc, char **argv)
 	if (lock < 0)
 		return -1;
 	err = -1;
-	if (!access(dir, F_OK)) {
+	if (!faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS)) {
 		nfsl_err("domain '%s' is already attached in this network namespace "
 			 "(pins in %s); detach it first: nfslice detach --name %s",
 			 opt->name, dir, opt->name);
@@ -793,7 +793,7 @@ static int run_detach(void *o, int argc, char **argv)
 	if (lock < 0)
 		return -1;
 	err = nfsl_domain_open(&d, name);
-	if (err == -ENOENT && d.dir[0] && !access(d.dir, F_OK)) {
+	if (err == -ENOENT && d.dir[0] && !faccessat(AT_FDCWD, d.dir, F_OK, AT_EACCESS)) {
 		/* Half-made domain (attach killed before its config): no
 		 * program was attached yet; remove its pins. */
 		remove_pins(d.dir);

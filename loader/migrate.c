@@ -136,7 +136,7 @@ static int switch_lock(__u64 *wait_ns)
 
 	*wait_ns = nfsl_now_ns() - t0;
 	if (lock < 0)
-		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(lock));
 	return lock;
 }
 

@@ -36,8 +36,10 @@ int nfsl_err_domain(int err, const char *name)
 		return nfsl_err("no bpffs at %s in this mount namespace, and PID 1's "
 				"(/proc/1/ns/mnt) cannot be read to find the host's: run "
 				"nfslice in the host's mount namespace (nsenter "
-				"--net=/run/netns/NS nfslice ..., or as a service) or set "
-				"NFSLICE_BPFFS to a bpffs that outlives this command",
+				"--net=/run/netns/NS nfslice ..., or as a service), set "
+				"NFSLICE_BPFFS to a bpffs that outlives this command, or, "
+				"as a user other than root, add CAP_SYS_PTRACE (reads "
+				"PID 1's) and CAP_SYS_CHROOT (enters it)",
 				nfsl_bpffs());
 	if (err == -ENOMEDIUM)
 		return nfsl_err("no bpffs at %s; mount it in the host's mount namespace "
@@ -48,6 +50,11 @@ int nfsl_err_domain(int err, const char *name)
 				"(attach one with: nfslice attach --name %s IFACE...; "
 				"nfslice list shows the domains of every namespace)",
 				name, name);
+	if (err == -EACCES || err == -EPERM)
+		return nfsl_err("domain '%s' is attached, but its pins cannot be opened: %s "
+				"(" NFSL_DAC_WHY "): run nfslice as root, or give this user "
+				"CAP_DAC_OVERRIDE besides CAP_BPF, CAP_NET_ADMIN and "
+				"CAP_SYS_ADMIN", name, strerror(-err));
 	if (err == -EPROTO)
 		return nfsl_err("domain '%s' was attached by an nfslice whose maps have another "
 				"layout than this one's: use the nfslice that attached it (its "
@@ -56,17 +63,27 @@ int nfsl_err_domain(int err, const char *name)
 	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
 }
 
-/* Refuse a command whose capabilities are missing, naming them. */
+/* Refuse a command whose capabilities are missing, naming them. A user
+ * other than root also needs CAP_DAC_OVERRIDE: what nfslice opens is
+ * root's (NFSL_DAC_WHY). */
 static int check_caps(const struct nfsl_cmd *cmd)
 {
-	char names[128];
+	unsigned long long need = cmd->caps, missing;
+	bool dac = geteuid() != 0;
+	char names[160];
 
-	if (!nfsl_caps_missing(cmd->caps, names, sizeof(names)))
+	if (dac)
+		need |= NFSL_CAP(CAP_DAC_OVERRIDE);
+	missing = nfsl_caps_missing(need, names, sizeof(names));
+	if (!missing)
 		return 0;
-	return nfsl_msg("", "nfslice %s: missing capabilit%s %s (%s); run it as root "
+	dac = dac && (missing & NFSL_CAP(CAP_DAC_OVERRIDE));
+	return nfsl_msg("", "nfslice %s: missing capabilit%s %s (%s%s%s); run it as root "
 			"(e.g. with sudo) or with these capabilities (systemd: "
-			"AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN)",
-			cmd->name, strchr(names, ',') ? "ies" : "y", names, cmd->caps_why);
+			"AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN%s)",
+			cmd->name, strchr(names, ',') ? "ies" : "y", names, cmd->caps_why,
+			dac ? "; CAP_DAC_OVERRIDE " : "", dac ? NFSL_DAC_WHY : "",
+			dac ? " CAP_DAC_OVERRIDE with User=" : "");
 }
 
 static const char *const env[] = {
@@ -89,7 +106,10 @@ static const struct nfsl_prog prog = {
 		"Commands run with capabilities, not as a user: attach, detach, repair,\n"
 		"upgrade and migrate need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN;\n"
 		"status, list, gc, set, checkpoint, restore and evict CAP_BPF and\n"
-		"CAP_SYS_ADMIN; stats CAP_BPF. With --json, an error is one\n"
+		"CAP_SYS_ADMIN; stats CAP_BPF. A user other than root also needs\n"
+		"CAP_DAC_OVERRIDE (the lock file and the pins are root's, mode 0600),\n"
+		"and through ip netns exec CAP_SYS_PTRACE and CAP_SYS_CHROOT (to find\n"
+		"and enter the host's mount namespace). With --json, an error is one\n"
 		"JSON object on stdout, {\"error\": MESSAGE, \"code\": EXIT STATUS},\n"
 		"and nothing goes to stderr but notes and warnings (a command that\n"
 		"succeeds never prints an error object).",

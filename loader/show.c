@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* nfslice status / stats: what a domain is attached to, and its counters. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ static bool show_pin(const char *dir, size_t i)
 	if (i < NFSL_NR_DOMAIN_PINS_ALWAYS)
 		return true;
 	snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
-	return !access(path, F_OK);
+	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
 }
 
 const char *nfsl_health_ifname(const struct nfsl_health *h,

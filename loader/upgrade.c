@@ -155,7 +155,7 @@ static int run_upgrade(void *p, int argc, char **argv)
 	t[0] = nfsl_now_ns();
 	lock = nfsl_domains_lock();
 	if (lock < 0)
-		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(lock));
 	t[4] = nfsl_now_ns();
 	err = nfsl_domain_open(&d, name);
 	if (err) {

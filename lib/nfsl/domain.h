@@ -156,6 +156,17 @@ int nfsl_netns_probe(const char *dir, __u64 *ino);
  * -errno. */
 int nfsl_domains_lock(void);
 
+/* The reason of a failed nfsl_domains_lock @err (-errno) for a message:
+ * strerror, and for -EACCES/-EPERM the fix (the lock file is root's, mode
+ * 0600: root, or CAP_DAC_OVERRIDE for another user). A static string. */
+const char *nfsl_lock_strerror(int err);
+
+/* Why a user other than root needs CAP_DAC_OVERRIDE, for messages. */
+#define NFSL_DAC_WHY                                                              \
+	"as a user other than root: the lock file " NFSL_LOCK_FILE ", the bpffs "     \
+	"directories and the pins are root's and private (mode 0600/0700: the pins " \
+	"hold the MAC key)"
+
 /* Sum the per-CPU counters into @sum. Returns 0 or -errno. */
 int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum);
 /* The same from the fd of a counters map (a domain's, or one loaded by a

@@ -150,11 +150,14 @@ def test_interface_in_another_domain(clean, domain):
 ], ids=lambda a: a[0] if isinstance(a, tuple) else "")
 def test_not_root(clean, args, caps):
     """As nobody (no capabilities), every command names the capabilities
-    it misses, why it needs them, and how to get them."""
+    it misses (CAP_DAC_OVERRIDE too: nobody is not root), why it needs
+    them, and how to get them."""
     cp = clean.nfslice(*args, nobody=True)
     assert_error(cp, 1, f"nfslice {args[0]}: missing capabilit",
-                 caps + " (", "run it as root (e.g. with sudo)",
-                 "AmbientCapabilities=")
+                 "CAP_DAC_OVERRIDE, " + caps + " (",
+                 "run it as root (e.g. with sudo)",
+                 "AmbientCapabilities=", "CAP_DAC_OVERRIDE as a user other "
+                 "than root: the lock file /run/nfslice.lock")
     assert not clean.pin_dir("np").exists()
 
 
@@ -742,8 +745,8 @@ def test_json_errors(clean, args, code, needles):
 def test_json_error_capability(clean):
     """The capability refusal is a JSON error too."""
     cp = clean.nfslice("list", "--json", nobody=True)
-    json_error(cp, 1, "nfslice list: missing capabilities CAP_SYS_ADMIN, "
-               "CAP_BPF")
+    json_error(cp, 1, "nfslice list: missing capabilities CAP_DAC_OVERRIDE, "
+               "CAP_SYS_ADMIN, CAP_BPF")
 
 
 # ---------------------------------------------------------- capabilities --
@@ -764,6 +767,85 @@ def test_missing_capability_named(clean, drop, args, missing):
                  "run it as root")
     assert not clean.pin_dir("nocap").exists()
     assert clean.xdp("dut", "dut0") is None
+
+
+# A user other than root with the capabilities README names (issue 17
+# §4): CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN and CAP_DAC_OVERRIDE; through
+# `ip netns exec` also CAP_SYS_PTRACE and CAP_SYS_CHROOT.
+USER_CAPS = "+bpf,+net_admin,+sys_admin,+dac_override"
+
+
+def as_user(caps):
+    """setpriv arguments: uid/gid 65534 keeping CAPS (effective through
+    the ambient set)."""
+    return ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            f"--inh-caps={caps}", f"--ambient-caps={caps}")
+
+
+@pytest.mark.parametrize("via, caps", [
+    ("nsenter", USER_CAPS),
+    ("netns", USER_CAPS + ",+sys_ptrace,+sys_chroot")])
+def test_user_with_documented_caps(clean, via, caps):
+    """uid 65534 with the documented capabilities attaches, sees (status,
+    stats, list) and detaches a domain; it failed with "cannot lock
+    /run/nfslice.lock: Permission denied" and "no domain ... attached"."""
+    ns = clean.ns("dut")
+    pre = (("nsenter", f"--net=/var/run/netns/{ns}") if via == "nsenter"
+           else ("ip", "netns", "exec", ns))
+
+    def user(*args):
+        return run([*pre, *as_user(caps), NFSLICE, *args])
+    try:
+        must(user("attach", "--name", "usr", "dut0"))
+        assert clean.status("usr")["interfaces"][0]["name"] == "dut0"
+        st = json.loads(must(user("status", "--name", "usr", "--json")))
+        assert st["healthy"] is True, st
+        assert json.loads(must(user("stats", "--name", "usr", "--json"))
+                          )["slots"] == st["slots"]
+        assert "usr" in must(user("list"))
+        assert must(user("detach", "--name", "usr")) == \
+            "nfslice: domain 'usr' detached\n"
+    finally:
+        if clean.pin_dir("usr").exists():
+            clean.detach("usr")
+
+
+def test_user_without_dac_override_told_the_fix(clean, domain):
+    """Without CAP_DAC_OVERRIDE a user other than root is refused before
+    anything, told which capability and why: not "no domain attached"
+    while one is."""
+    domain("usr2", "dut0")
+    cp = run(["nsenter", f"--net=/var/run/netns/{clean.ns('dut')}",
+              *as_user("+bpf,+net_admin,+sys_admin"), NFSLICE, "stats",
+              "--name", "usr2"])
+    assert_error(cp, 1, "nfslice stats: missing capability CAP_DAC_OVERRIDE "
+                 "(CAP_BPF opens the pinned maps; CAP_DAC_OVERRIDE as a user "
+                 "other than root: the lock file /run/nfslice.lock, the bpffs "
+                 "directories and the pins are root's and private",
+                 "AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN "
+                 "CAP_DAC_OVERRIDE with User=")
+    assert "no domain" not in cp.stderr
+
+
+def test_unopenable_pins_are_not_absent(clean, domain):
+    """Pins nfslice may not open (EACCES) are a permission error that
+    names the fix, never "no domain ... attached": root without
+    CAP_DAC_OVERRIDE facing a domain directory of another owner."""
+    domain("perm", "dut0")
+    d = clean.pin_dir("perm")
+    try:
+        run(["chown", "65534", d], timeout=10)
+        os.chmod(d, 0o700)
+        cp = clean.exec("dut", "setpriv", "--inh-caps=-dac_override,"
+                        "-dac_read_search,-fowner", "--bounding-set="
+                        "-dac_override,-dac_read_search,-fowner",
+                        NFSLICE, "stats", "--name", "perm")
+        assert_error(cp, 1, "domain 'perm' is attached, but its pins cannot "
+                     "be opened: Permission denied", "run nfslice as root, "
+                     "or give this user CAP_DAC_OVERRIDE")
+        assert "no domain" not in cp.stderr
+    finally:
+        run(["chown", "0", d], timeout=10)
 
 
 # ------------------------------------------------------- list and gc --
