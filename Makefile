@@ -7,6 +7,8 @@
 #                 driver), run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
 #   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
+#   make fuzz     build the libFuzzer targets (tests/fuzz/) and run each for
+#                 FUZZ_TIME seconds (default 60): executions and coverage
 #   make install  tools (the bcc tools of tools/bcc/ too), man pages, bash
 #                 completion and nfsliced.service under $(DESTDIR)$(PREFIX)
 #                 (the unit under $(DESTDIR)$(UNITDIR))
@@ -15,7 +17,7 @@
 include mk/common.mk
 
 .PHONY: all bpf lib loader pktgen delay nf manager bench-bpf bench-build unit deps test \
-	demo bench doc install uninstall clean
+	demo bench doc install uninstall clean fuzz-build fuzz
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
 # Python + bcc, run from the source tree as tools/bcc/NAME; installed with
@@ -71,9 +73,20 @@ unit: bpf lib
 deps:
 	$(Q)scripts/install-deps.sh
 
-# The benchmark driver is built here too, so that it cannot rot unseen.
+# The fuzz targets (clang, sanitizers: their own build of the library code
+# in build/.output/fuzz/).
+fuzz-build: lib
+	$(Q)$(MAKE) -C tests/fuzz
+
+FUZZ_TIME ?= 60
+fuzz: deps
+	$(Q)$(MAKE) fuzz-build
+	$(Q)tests/fuzz/run.sh $(FUZZ_TIME)
+
+# The benchmark driver is built here too, so that it cannot rot unseen;
+# the fuzz targets too, so that tests/run.sh runs each for a few seconds.
 test: deps
-	$(Q)$(MAKE) all unit bench-build
+	$(Q)$(MAKE) all unit bench-build fuzz-build
 	$(Q)tests/run.sh
 
 demo: deps

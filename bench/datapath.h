@@ -36,6 +36,9 @@
  *   slicer-tenants the slicer in a domain with 3 tenants (issue 10 §5),
  *                 the packet's tenant by a destination-prefix rule (the
  *                 LPM lookup), on its own config and cursor
+ *   slicer-replay63 the slicer with the replay check on DSCP-63 frames
+ *                 only, as before issue 17 §1.1 (bench/bpf/
+ *                 slicer_replay63.bpf.c): what checking every frame costs
  *   slicer-nolog  the slicer with the precise clock, no park log
  *                 (bench/bpf/slicer_nolog.bpf.c); the comparisons after
  *                 the table price the clock and the log (dp_compare)
@@ -118,6 +121,7 @@ enum bench_id {
 	B_SLICER_TENANTS,
 	B_SLICER_SKIP,
 	B_SLICER_SKIP_EV,
+	B_SLICER_REPLAY63,
 	B_TC_EMPTY,
 	B_TC_PARSE,
 	B_TC_STORE,
@@ -154,6 +158,7 @@ struct slicer_bpf;
 struct slicer_nofib_bpf;
 struct slicer_coarse_bpf;
 struct slicer_nolog_bpf;
+struct slicer_replay63_bpf;
 struct splicer_nores_bpf;
 struct splicer_bpf;
 struct bench_xdp_bpf;
@@ -214,6 +219,7 @@ struct bench {
 	struct slicer_nofib_bpf *sn;
 	struct slicer_coarse_bpf *sco; /* slicer-coarse */
 	struct slicer_nolog_bpf *snl;  /* slicer-nolog */
+	struct slicer_replay63_bpf *srp; /* slicer-replay63 */
 	struct splicer_nores_bpf *spn; /* splicer-nores */
 	struct splicer_bpf *sp;
 	struct bench_xdp_bpf *bx;

@@ -21,6 +21,7 @@
 #include "slicer_nofib.skel.h"
 #include "slicer_coarse.skel.h"
 #include "slicer_nolog.skel.h"
+#include "slicer_replay63.skel.h"
 #include "splicer_nores.skel.h"
 #include "splicer.skel.h"
 #include "bench_xdp.skel.h"
@@ -50,6 +51,8 @@ const struct bench_desc benches[B_NR] = {
 	/* Drop events (issue 10 §4): see comparisons. */
 	[B_SLICER_SKIP] = {"slicer-skip", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
 	[B_SLICER_SKIP_EV] = {"slicer-skip-events", HOOK_XDP, 0, B_XDP_EMPTY, -1, 0, -1},
+	/* The replay check at any DSCP (issue 17 §1.1): see comparisons. */
+	[B_SLICER_REPLAY63] = {"slicer-replay63", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_TC_EMPTY] = {"tc-empty", HOOK_TC, 0, -1, -1, 0, -1},
 	[B_TC_PARSE] = {"tc-parse", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
 	[B_TC_STORE] = {"tc-store", HOOK_TC, BF_SLICED, B_TC_EMPTY, -1, 0, -1},
@@ -75,6 +78,7 @@ const struct comparison comparisons[] = {
 	{ B_SLICER_TENANTS, B_SLICER, "tenants (prefix rule)" },
 	{ B_SLICER_SKIP_EV, B_SLICER_SKIP, "drop event written (route skip)" },
 	{ B_SPLICER_EV, B_SPLICER, "drop events on, none written" },
+	{ B_SLICER, B_SLICER_REPLAY63, "replay check at any DSCP" },
 };
 const unsigned int ncomparisons = sizeof(comparisons) / sizeof(comparisons[0]);
 
@@ -184,6 +188,7 @@ out:
 	slicer_nolog_bpf__destroy(b.snl);
 	splicer_nores_bpf__destroy(b.spn);
 	slicer_coarse_bpf__destroy(b.sco);
+	slicer_replay63_bpf__destroy(b.srp);
 	slicer_bpf__destroy(b.slc);
 	slicer_bpf__destroy(b.slt);
 	ring_buffer__free(b.evrb);

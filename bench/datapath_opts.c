@@ -89,6 +89,8 @@ static int parse_programs(struct opts *o, const char *arg)
 				o->sel[k == B_SPLICER_EV ? B_SPLICER : B_SLICER] = true;
 			if (k == B_SLICER_SKIP_EV)
 				o->sel[B_SLICER_SKIP] = true; /* its comparison */
+			if (k == B_SLICER_REPLAY63)
+				o->sel[B_SLICER] = true; /* its comparison */
 			if (k == B_SPLICER)
 				o->sel[B_TC_PARSE] = true;
 			if (k == B_SPLICER_NORES)
@@ -170,6 +172,7 @@ static void usage(FILE *f)
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
 		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
 		"                       slicer-nolog, slicer-tenants, slicer-skip,\n"
+		"                       slicer-replay63,\n"
 		"                       slicer-skip-events, splicer-nores, splicer-events,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"

@@ -20,6 +20,7 @@
 
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"
+#include "slicer_replay63.skel.h"
 #include "slicer_coarse.skel.h"
 #include "slicer_nolog.skel.h"
 #include "splicer_nores.skel.h"
@@ -66,6 +67,8 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->snl->progs.nfsl_slicer);
 	case B_SLICER_TENANTS:
 		return bpf_program__fd(b->slt->progs.nfsl_slicer);
+	case B_SLICER_REPLAY63:
+		return bpf_program__fd(b->srp->progs.nfsl_slicer);
 	case B_SLICER_SKIP:
 	case B_SLICER_SKIP_EV:
 		return bpf_program__fd(b->sks->progs.nfsl_slicer);
@@ -188,6 +191,7 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 	case B_SLICER_COARSE:
 	case B_SLICER_NOLOG:
 	case B_SLICER_TENANTS:
+	case B_SLICER_REPLAY63:
 		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
 			goto bad;
 		return 0;
@@ -235,7 +239,8 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 	if (check_out(b, c, id, len, ret))
 		return -EPROTO;
 	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD ||
-	     id == B_SLICER_COARSE || id == B_SLICER_NOLOG || id == B_SLICER_TENANTS) &&
+	     id == B_SLICER_COARSE || id == B_SLICER_NOLOG || id == B_SLICER_TENANTS ||
+	     id == B_SLICER_REPLAY63) &&
 	    c->sliced) {
 		/* Free the slot as a splicer would, outside the measurement. */
 		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);

@@ -23,6 +23,7 @@
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"
 #include "slicer_coarse.skel.h"
+#include "slicer_replay63.skel.h"
 #include "slicer_nolog.skel.h"
 #include "splicer_nores.skel.h"
 #include "splicer.skel.h"
@@ -293,6 +294,13 @@ int dp_setup_domain(struct bench *b)
 				  b->sco->maps.nfsl_counters, b->sco->maps.nfsl_cursor, b->sl) ||
 	    (err = slicer_coarse_bpf__load(b->sco))) {
 		pr_err("cannot load the slicer-coarse: %s", strerror(b->sco ? -err : errno));
+		return -1;
+	}
+	b->srp = slicer_replay63_bpf__open();
+	if (!b->srp || reuse_maps(b->srp->maps.nfsl_store, b->srp->maps.nfsl_config,
+				  b->srp->maps.nfsl_counters, b->srp->maps.nfsl_cursor, b->sl) ||
+	    (err = slicer_replay63_bpf__load(b->srp))) {
+		pr_err("cannot load the slicer-replay63: %s", strerror(b->srp ? -err : errno));
 		return -1;
 	}
 	b->snl = slicer_nolog_bpf__open();

@@ -8,7 +8,7 @@
  * stays valid: IP and UDP lengths and the L4 checksum describe it.
  * Slices only what the route sends to a splicer (nfsl_route.h).
  * Returns XDP_PASS for everything except a token of ours arriving from
- * outside (a replay), which is dropped, and a packet a failed helper left
+ * outside at any DSCP (a replay, nfsl_is_replay), which is dropped, and a packet a failed helper left
  * half rewritten (never seen; counted slice_failed). What it passes goes
  * on to the program in its chain map, if any: the steering program of a
  * user-space NF on AF_XDP (bpf/steer.bpf.c, nfslice-nf --name), which so
@@ -204,17 +204,53 @@ __noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cf
 #define NFSL_PARK_LOG 1
 #endif
 
-/* A DSCP-63 packet entering the domain whose trailing bytes verify as one
- * of our tokens is a replay of a sliced header: it must not reach a splicer. */
+/*
+ * nfsl_is_replay - is the packet entering the domain a header this domain
+ * sliced, sent back in (issue 17 §1.1)? Such a header must never reach a
+ * splicer, whatever its DSCP, ports or addresses: re-marked or rewritten,
+ * it would take its parked payload somewhere else. The splicers honour a
+ * token at any DSCP (an NF may re-mark), so this check does too.
+ * DSCP 63: the MAC decides. Under the domain's own key only: a header a
+ * previous instance sliced (key_old, copy-mode migration) may enter one
+ * of this instance's domain interfaces on its way to the splicer that
+ * holds its copy (docs/manager.md "Copy mode").
+ * Any other DSCP: only a token naming a slot of the store whose live
+ * payload has the token's generation goes on to the MAC (~55 ns). Random
+ * trailing bytes of ordinary traffic pass that pre-filter with a chance of
+ * about 2^-33 (a 32-bit generation to match), so they pay the token read
+ * and, for ~1/2 x slots/2^20 of them, one slot read (bench: docs/
+ * benchmarks.md "Replay check"). A header whose payload is gone already
+ * is dropped as stale by every splicer, so it needs no check here.
+ */
+#ifndef NFSL_REPLAY_ANY_DSCP
+#define NFSL_REPLAY_ANY_DSCP 1 /* 0: DSCP 63 only (the benchmark's baseline) */
+#endif
 static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 					   const struct nfsl_pkt *p,
 					   const struct nfsl_config *cfg)
 {
-	struct nfsl_token tok;
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct nfsl_token tok, *t;
+	struct nfsl_slot *s;
+	__u32 off, idx;
 
-	if (p->l3end < p->payoff + NFSL_TOKEN_LEN)
+	if (!nfsl_splice_token_off(p, &off) ||
+	    (!NFSL_REPLAY_ANY_DSCP && p->dscp != NFSL_DSCP_SLICED))
 		return false;
-	if (bpf_xdp_load_bytes(ctx, p->l3end - NFSL_TOKEN_LEN, &tok, sizeof(tok)))
+	/* Read in place, no helper call (~20 ns each here), where the
+	 * token lies in the linear part, as in every single-buffer frame. */
+	t = data + (off & 0x3fff); /* the verifier's bound on packet offsets */
+	if (off <= 0x3fff && (void *)(t + 1) <= data_end)
+		__builtin_memcpy(&tok, t, sizeof(tok));
+	else if (bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)))
+		return false;
+	if (p->dscp == NFSL_DSCP_SLICED)
+		return nfsl_token_verify(&tok, cfg->key);
+	if (!nfsl_token_index(&tok, &idx) || idx >= cfg->slots)
+		return false;
+	s = bpf_map_lookup_elem(&nfsl_store, &idx);
+	if (!s || !nfsl_slot_busy(s, nfsl_ntohl(tok.gen)))
 		return false;
 	return nfsl_token_verify(&tok, cfg->key);
 }
@@ -510,7 +546,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->unparsed++;
 		return XDP_PASS;
 	}
-	if (p.dscp == NFSL_DSCP_SLICED && nfsl_is_replay(ctx, &p, cfg)) {
+	if (nfsl_is_replay(ctx, &p, cfg)) {
 		cnt->replayed++;
 		if (nfsl_events_on(cfg))
 			nfsl_event_xdp(ctx, NFSL_EV_OFFS(&p), p.l3end - NFSL_TOKEN_LEN,

@@ -11,6 +11,8 @@
  * re-mark it (a QoS marker does); DSCP 63 is only a hint.
  *   - no token of ours: passed untouched (counted bad_token if DSCP 63);
  *   - token verifies, slot moved on: payload evicted, dropped (stale);
+ *   - token verifies under a key the domain retired within its grace
+ *     period (detach, restore, migration): dropped (stale, stale_retired);
  *   - spliced packet larger than the interface MTU: dropped (too_big);
  *   - a GRO aggregate of sliced packets (which cannot be spliced in place):
  *     every segment's slot freed, dropped (dropped_gso);
@@ -73,24 +75,48 @@ static __always_inline void nfsl_residency_add(__u64 parked_ns)
 }
 
 /*
+ * Keys the domain retired, still recognised for a grace period (struct
+ * nfsl_retired, issue 17 §1.2): pinned as <bpffs>/nfslice/@retired/
+ * ns<cookie>-<domain> (lib/nfsl/retired.h), so that it outlives a detach
+ * and a domain attached again under the same name finds it. Mmapable for
+ * the AF_XDP engine's splice.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfsl_retired);
+} nfsl_retired SEC(".maps");
+
+enum nfsl_find { NFSL_NOT_OURS, NFSL_OURS, NFSL_RETIRED };
+
+/*
  * nfsl_token_find - are the 16 bytes at @tok_off one of our tokens?
  * (nfsl_token_index, nfsl_token_ours_cfg: the domain's key, or the
- * previous instance's after a copy-mode migration)
+ * previous instance's after a copy-mode migration; nfsl_token_retired: a
+ * key the domain retired lately, its payload gone)
  * @tok:  out: the token
  * @slot: out: the slot it names, NULL when outside the store
  */
-static __always_inline bool nfsl_token_find(struct __sk_buff *skb,
-					    const struct nfsl_config *cfg,
-					    __u32 tok_off, struct nfsl_token *tok,
-					    struct nfsl_slot **slot)
+static __always_inline enum nfsl_find nfsl_token_find(struct __sk_buff *skb,
+						      const struct nfsl_config *cfg,
+						      __u32 tok_off, struct nfsl_token *tok,
+						      struct nfsl_slot **slot)
 {
-	__u32 idx;
+	struct nfsl_retired *r;
+	__u32 idx, zero = 0;
 
 	if (bpf_skb_load_bytes(skb, tok_off, tok, sizeof(*tok)) ||
 	    !nfsl_token_index(tok, &idx))
-		return false;
+		return NFSL_NOT_OURS;
 	*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
-	return nfsl_token_ours_cfg(tok, *slot, cfg);
+	if (nfsl_token_ours_cfg(tok, *slot, cfg))
+		return NFSL_OURS;
+	r = bpf_map_lookup_elem(&nfsl_retired, &zero);
+	if (r && nfsl_retired_any(r) && nfsl_token_retired(tok, r, bpf_ktime_get_ns()))
+		return NFSL_RETIRED;
+	return NFSL_NOT_OURS;
 }
 
 /* A drop event of the packet @skb leaving (nfsl_events.h): @tok_off, where
@@ -121,9 +147,16 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	struct nfsl_token tok;
 	__u8 flags;
 
-	if (!nfsl_splice_token_off(p, &tok_off) ||
-	    !nfsl_token_find(skb, cfg, tok_off, &tok, &s))
+	if (!nfsl_splice_token_off(p, &tok_off))
 		goto not_ours;
+	switch (nfsl_token_find(skb, cfg, tok_off, &tok, &s)) {
+	case NFSL_OURS:
+		break;
+	case NFSL_RETIRED:
+		goto stale; /* its store or key is gone */
+	default:
+		goto not_ours;
+	}
 
 	gen = nfsl_ntohl(tok.gen);
 	if (!s || !nfsl_slot_busy(s, gen))
@@ -208,10 +241,17 @@ static long nfsl_gso_seg(__u32 i, void *arg)
 		end = w->l3end;
 	if (end < w->payoff + NFSL_TOKEN_LEN)
 		return 1;
-	if (nfsl_token_find(w->skb, w->cfg, end - NFSL_TOKEN_LEN, &tok, &s)) {
+	switch (nfsl_token_find(w->skb, w->cfg, end - NFSL_TOKEN_LEN, &tok, &s)) {
+	case NFSL_OURS:
 		if (s)
 			nfsl_slot_release(s, nfsl_ntohl(tok.gen));
 		w->ours++;
+		break;
+	case NFSL_RETIRED:
+		w->ours++;
+		break;
+	default:
+		break;
 	}
 	return end == w->l3end;
 }

@@ -67,6 +67,18 @@
 #define NFSL_MAX_TENANT_PREFIXES 256
 #define NFSL_VLAN_IDS 4096
 
+/*
+ * Retired keys (issue 17 §1.2): a key the domain stopped using (detach,
+ * restore of another checkpoint, the end of a migration) is kept this long,
+ * so that a header it signed and an NF released late is still known as
+ * ours and dropped as stale, never sent on truncated. The grace period is
+ * the longer of NFSL_RETIRE_GRACE_MS and the domain's TTL. At most
+ * NFSL_MAX_RETIRED keys are kept; a newer one replaces the one whose grace
+ * ends first.
+ */
+#define NFSL_RETIRE_GRACE_MS 60000
+#define NFSL_MAX_RETIRED 8
+
 /* Slot flags. */
 #define NFSL_SLOT_F_ODD 0x1    /* parked bytes started at an odd L4 offset */
 #define NFSL_SLOT_F_NOCSUM 0x2 /* UDP without checksum (0): keep it 0 */

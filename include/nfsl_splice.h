@@ -14,7 +14,9 @@
  *   (look the slot up: NULL when beyond the store)
  *   nfsl_token_ours_cfg     generation not ahead of the slot's, MAC
  *                           under key (or key_old: copy-mode migration)
- *                           (else: not ours)
+ *   nfsl_token_retired      else: MAC under a key the domain retired
+ *                           less than a grace period ago (then: stale,
+ *                           drop), else: not ours
  *   nfsl_slot_busy, nfsl_splice_len_ok   (else: stale, drop)
  *   nfsl_splice_l4_csum     the new L4 checksum, from the packet as it is
  *   copy the payload over the token, nfsl_write_spliced
@@ -98,6 +100,37 @@ NFSL_INLINE bool nfsl_token_ours_cfg(const struct nfsl_token *t, struct nfsl_slo
 	if (nfsl_token_ours(t, s, cfg->key))
 		return true;
 	return (cfg->flags & NFSL_CFG_KEY_OLD) && nfsl_token_ours(t, s, cfg->key_old);
+}
+
+/*
+ * nfsl_token_retired - does @t verify under one of the keys in @r whose
+ * grace period has not ended at @now (CLOCK_MONOTONIC, ns)? Such a token
+ * names a payload of a store or key the domain no longer has: the header
+ * is stale (issue 17 §1.2). Asked only of tokens that failed
+ * nfsl_token_ours_cfg; costs one MAC per live retired key (none when the
+ * domain retired none lately).
+ */
+NFSL_INLINE bool nfsl_token_retired(const struct nfsl_token *t, const struct nfsl_retired *r,
+				    __u64 now)
+{
+	for (__u32 i = 0; i < NFSL_MAX_RETIRED; i++) {
+		const struct nfsl_retired_key *k = &r->keys[i];
+
+		if (now < NFSL_READ_ONCE_U64(k->until_ns) && nfsl_token_verify(t, k->key))
+			return true;
+	}
+	return false;
+}
+
+/* Has @r any key whose grace period may not have ended? (Spares the
+ * clock read when the domain retired no key lately.) */
+NFSL_INLINE bool nfsl_retired_any(const struct nfsl_retired *r)
+{
+	__u64 any = 0;
+
+	for (__u32 i = 0; i < NFSL_MAX_RETIRED; i++)
+		any |= NFSL_READ_ONCE_U64(r->keys[i].until_ns);
+	return any != 0;
 }
 
 /* A slot length the slicer can have written (more than a token, at most a

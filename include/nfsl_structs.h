@@ -282,4 +282,19 @@ struct nfsl_config {
 			   * the splicers only with NFSL_CFG_KEY_OLD */
 };
 
+/*
+ * Keys a domain retired and still recognises (issue 17 §1.2), one map
+ * value (pinned outside the domain's directory, so that it outlives a
+ * detach: lib/nfsl/retired.h). An entry counts while now < until_ns; a
+ * free entry has until_ns 0. Writers fill the key before until_ns.
+ */
+struct nfsl_retired_key {
+	__u64 key[2];   /* SipHash-2-4 key the domain used */
+	__u64 until_ns; /* CLOCK_MONOTONIC end of its grace period, ns */
+};
+
+struct nfsl_retired {
+	struct nfsl_retired_key keys[NFSL_MAX_RETIRED];
+};
+
 #endif /* NFSL_STRUCTS_H */

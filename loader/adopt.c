@@ -15,7 +15,6 @@
  * standard error and ends the stream before "started": the sender rolls
  * back (the old instance slices again, this one is detached).
  */
-#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,91 +38,6 @@ static const struct adopt_opts adopt_defaults = {
 	.threshold = UINT32_MAX,
 	.wait_ms = UINT32_MAX,
 };
-
-/* Exactly @n bytes of @fd into @b, or fewer at EOF: the count, or -errno. */
-static ssize_t read_full(int fd, void *b, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = read(fd, (char *)b + got, n - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (!r)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
-/* The image from @fd: a little-endian __u64 length (at most @max), then
- * that many bytes into *@buf (malloc'd). 0 or -errno (-EPROTO: cut short
- * or too long). */
-static int read_image(int fd, __u64 max, char **buf, size_t *size)
-{
-	__u64 len;
-	ssize_t r = read_full(fd, &len, sizeof(len));
-
-	if (r != sizeof(len))
-		return r < 0 ? (int)r : -EPROTO;
-	len = le64toh(len);
-	if (len > max)
-		return -EPROTO;
-	*buf = malloc(len ? len : 1);
-	if (!*buf)
-		return -ENOMEM;
-	r = read_full(fd, *buf, len);
-	if (r != (ssize_t)len)
-		return r < 0 ? (int)r : -EPROTO;
-	*size = len;
-	return 0;
-}
-
-/*
- * The copies the old splicer made stale, as the sender reads them off the
- * old store once the old instance is detached ((index, generation) pairs
- * of little-endian __u32 until EOF): each freed at once and taken out of
- * @refs (*@n of them) as run_copy's follow does. One pass over @refs, the
- * named ones looked up by index. 0, or -ENOMEM (nothing freed: the rest
- * waits for the TTL or the wait's end).
- */
-static int drop_stale(int fd, struct nfsl_slot *slots, __u32 nslots,
-		      struct nfsl_ckpt_ref *refs, __u32 *n, struct nfsl_follow *f)
-{
-	__u64 *named = calloc(nslots, sizeof(*named)); /* 1 << 32 | generation */
-	__u32 pair[2];
-
-	/* Read to EOF even without memory: the sender must not block. */
-	while (read_full(fd, pair, sizeof(pair)) == sizeof(pair))
-		if (named && le32toh(pair[0]) < nslots)
-			named[le32toh(pair[0])] = 1ull << 32 | le32toh(pair[1]);
-	if (!named)
-		return -ENOMEM;
-	for (__u32 k = 0; k < *n;) {
-		struct nfsl_ckpt_ref *r = &refs[k];
-
-		if (named[r->index] != (1ull << 32 | r->gen)) {
-			k++;
-			continue;
-		}
-		switch (nfsl_slot_evict(&slots[r->index], r->gen, r->parked_ns)) {
-		case NFSL_EVICT_GONE: /* its own header came here first */
-			f->spliced++;
-			break;
-		case NFSL_EVICT_RACED:
-			f->raced++;
-			break;
-		default:
-			f->stale++;
-		}
-		*r = refs[--*n];
-	}
-	free(named);
-	return 0;
-}
 
 /* One protocol line: {"EVENT":true, fields...} (fields added by @fill). */
 static void line(const char *event, void (*fill)(struct json_writer *, const void *),
@@ -196,6 +110,11 @@ static int run_adopt(void *p, int argc, char **argv)
 	if (o->threshold == UINT32_MAX)
 		return nfsl_err("--threshold BYTES is required: the old instance's, which "
 				"this one slices with once the copy is in"), NFSL_EXIT_USAGE;
+	/* The image's key mints tokens: from a pipe or socket (the sender's
+	 * ssh channel), or a file only its owner (us or root) can write. */
+	if (nfsl_ckpt_file_safe(STDIN_FILENO, "the checkpoint on standard input", NULL, err,
+				sizeof(err)))
+		return nfsl_err("%s", err);
 	rc = nfsl_domain_open(&nd, o->name);
 	if (rc)
 		return nfsl_err_domain(rc, o->name);
@@ -210,7 +129,7 @@ static int run_adopt(void *p, int argc, char **argv)
 	 * whole payload, the generations, the header and clocks. */
 	max = (__u64)nd.cfg.slots * (4 + sizeof(struct nfsl_ckpt_rec) + NFSL_PAYLOAD_MAX) +
 	      (1 << 20);
-	if ((rc = read_image(STDIN_FILENO, max, &buf, &size))) {
+	if ((rc = nfsl_adopt_read_image(STDIN_FILENO, max, &buf, &size))) {
 		nfsl_err("reading the image from standard input: %s", strerror(-rc));
 		rc = -1;
 		goto out;
@@ -245,7 +164,7 @@ static int run_adopt(void *p, int argc, char **argv)
 	/* The old store is on the other host: the sender names the copies its
 	 * splicer made stale once it is detached; the rest are followed. */
 	pending = imp.restored;
-	if (drop_stale(STDIN_FILENO, nds.st.slots, nd.cfg.slots, refs, &pending, &f))
+	if (nfsl_adopt_drop_stale(STDIN_FILENO, nds.st.slots, nd.cfg.slots, refs, &pending, &f))
 		nfsl_err("out of memory for the stale copies' list: they wait for the TTL");
 	nfsl_follow_imports(nds.st.slots, NULL, refs, pending, t_start,
 			    o->wait_ms != UINT32_MAX ? o->wait_ms :
@@ -301,7 +220,9 @@ const struct nfsl_cmd nfsl_cmd_adopt = {
 		"bytes, imported, conflicts, raised, import_ns), done (spliced_new,\n"
 		"stale_copies, expired, busy_left, key_old_ns). Exits 1 with the reason\n"
 		"on standard error before \"started\" when the image or the import\n"
-		"fails (the sender then rolls back).",
+		"fails (the sender then rolls back). Standard input must be a pipe or a\n"
+		"socket, or a file owned by you or root and not writable by group or\n"
+		"others (the image's key makes tokens valid); else refused, exit 1.",
 	.caps = NFSL_CAPS_CHANGE,
 	.caps_why = NFSL_CAPS_CHANGE_WHY,
 	.opts = adopt_table,

@@ -26,6 +26,7 @@
 #include "tenant.h"
 #include "cfg.h"
 #include "domain.h"
+#include "retired.h"
 #include "netdev.h"
 #include "ttl.h"
 #include "slicer.skel.h"
@@ -124,11 +125,20 @@ int use_slicer_maps(struct slicer_bpf *sl, const char *dir, __u32 slots)
 
 int use_splicer_maps(struct splicer_bpf *sp, const char *dir, __u32 slots)
 {
+	char retired[PATH_MAX];
 	int err = use_domain_maps(SKEL_MAPS(sp), dir, slots);
 
 	if (!err)
 		err = pin_at(sp->maps.nfsl_events, dir, NFSL_PIN_EVENTS);
-	return err ? err : pin_at(sp->maps.nfsl_residency, dir, NFSL_PIN_RESIDENCY);
+	if (!err)
+		err = pin_at(sp->maps.nfsl_residency, dir, NFSL_PIN_RESIDENCY);
+	/* The retired keys outlive the domain (retired.h): a list left by
+	 * a domain of this name detached lately is taken over. */
+	if (!err)
+		err = nfsl_retired_mkdir(dir);
+	if (!err)
+		err = nfsl_retired_path(retired, sizeof(retired), dir);
+	return err ? err : bpf_map__set_pin_path(sp->maps.nfsl_retired, retired);
 }
 
 static int write_config(const char *dir, const struct nfsl_config *cfg)
@@ -629,6 +639,7 @@ static int run_attach(void *o, int argc, char **argv)
 			 opt->name, dir, opt->name);
 		goto out;
 	}
+	nfsl_retired_prune(); /* lists whose grace ended: ours is kept */
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0 || ncpus > NFSL_MAX_CPUS) {
 		nfsl_err("cannot use %d CPUs (at most %d)", ncpus, NFSL_MAX_CPUS);

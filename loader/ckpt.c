@@ -138,7 +138,9 @@ const struct nfsl_cmd nfsl_cmd_restore = {
 		"then splice on this domain. Refused, changing nothing, while the domain\n"
 		"holds parked payloads: their tokens would stop verifying under the\n"
 		"saved key. So restore before traffic reaches the domain (attach it,\n"
-		"restore, then route traffic to it). Runs under the host-wide lock.",
+		"restore, then route traffic to it). Runs under the host-wide lock.\n"
+		"PATH must be owned by you or root and not be writable by group or\n"
+		"others (its key makes tokens valid): else refused, naming the fix.",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = NFSL_CAPS_READ_WHY,
 	.opts = ckpt_table,

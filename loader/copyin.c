@@ -6,6 +6,7 @@
 #include "nfslice.h"
 #include "cfg.h"
 #include "copyin.h"
+#include "retired.h"
 #include "util.h"
 
 /* A configuration change of the domain at @dir (cfg.h), under the
@@ -45,8 +46,16 @@ static int apply_key_old(struct nfsl_domain *d, const void *arg, char *err, size
 		d->cfg.threshold = c->threshold;
 		d->cfg.flags |= NFSL_CFG_KEY_OLD;
 	}
-	if (c->clear)
+	if (c->clear && (d->cfg.flags & NFSL_CFG_KEY_OLD)) {
+		/* A header of the old instance released after this is stale
+		 * for a grace period, not outside traffic (retired.h). */
+		int rc = nfsl_retire_key(d->dir, d->cfg.key_old, nfsl_retire_grace_ms(&d->cfg));
+
+		if (rc)
+			return nfsl_errf(err, errlen, rc, "cannot retire the old instance's key: %s",
+					 strerror(-rc));
 		d->cfg.flags &= ~NFSL_CFG_KEY_OLD;
+	}
 	if (c->wipe)
 		memset(d->cfg.key_old, 0, sizeof(d->cfg.key_old));
 	return 0;

@@ -9,6 +9,7 @@
 #define NFSL_COPYIN_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "ckpt.h"
 #include "nfsl_store.h"
@@ -56,5 +57,25 @@ struct nfsl_follow {
 void nfsl_follow_imports(struct nfsl_slot *news, const struct nfsl_slot *olds,
 			 struct nfsl_ckpt_ref *refs, __u32 n, __u64 t_start, __u32 wait_ms,
 			 __u64 ttl_ns, struct nfsl_follow *f);
+
+/*
+ * nfslice adopt's standard input (loader/adopt_stream.c; docs/format.md):
+ * nfsl_adopt_read_full - exactly @n bytes of @fd into @b, or fewer at EOF:
+ * the count, or -errno.
+ * nfsl_adopt_read_image - the image: a little-endian __u64 length (at most
+ * @max), then that many bytes into *@buf (malloc'd, the caller frees it
+ * whatever the result). 0 or -errno (-EPROTO: cut short or too long).
+ * nfsl_adopt_drop_stale - the copies the old splicer made stale, as the
+ * sender reads them off the old store once the old instance is detached
+ * ((index, generation) pairs of little-endian __u32 until EOF; an index
+ * at or beyond @nslots is ignored): each freed at once in @slots and
+ * taken out of @refs (*@n of them) as nfsl_follow_imports does. One pass
+ * over @refs, the named ones looked up by index. 0, or -ENOMEM (nothing
+ * freed: the rest waits for the TTL or the wait's end).
+ */
+ssize_t nfsl_adopt_read_full(int fd, void *b, size_t n);
+int nfsl_adopt_read_image(int fd, __u64 max, char **buf, size_t *size);
+int nfsl_adopt_drop_stale(int fd, struct nfsl_slot *slots, __u32 nslots,
+			  struct nfsl_ckpt_ref *refs, __u32 *n, struct nfsl_follow *f);
 
 #endif /* NFSL_COPYIN_H */

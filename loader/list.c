@@ -18,6 +18,7 @@
 #include "nfslice.h"
 #include "domain.h"
 #include "domains.h"
+#include "retired.h"
 #include "json_writer.h"
 #include "netns.h"
 
@@ -359,6 +360,9 @@ static int run_gc(void *o, int argc, char **argv)
 			       "gone (ns%llu): %s\n", opt->dry_run ? "would remove" : "removed",
 			       x->name, (unsigned long long)x->cookie, x->dir);
 	}
+	/* Retired keys whose grace ended and whose domain is gone (retired.h). */
+	if (!opt->dry_run)
+		nfsl_retired_prune();
 	if (opt->json) {
 		jsonw_init(&jw, stdout);
 		jsonw_start_object(&jw);

@@ -59,6 +59,7 @@
 #include "json_writer.h"
 #include "netns.h"
 #include "remote.h"
+#include "retired.h"
 #include "util.h"
 
 enum { MODE_DRAIN, MODE_COPY };
@@ -266,6 +267,15 @@ static int run_drain(struct mig *m)
 		usleep(1000);
 	}
 	t_drained = nfsl_now_ns();
+	/* 5. A header of the old instance released after this point finds
+	 * no splicer that knows its key but the new one: it must drop it as
+	 * stale, not pass it on truncated (issue 17 §1.2). Done before the
+	 * detach: what the old store still holds now is dropped with it. */
+	if (!m->remote && nfsl_retire_key(m->tdir, d->cfg.key, nfsl_retire_grace_ms(&d->cfg)))
+		fprintf(stderr, "nfslice: warning: the new instance could not take the old key "
+			"as retired: a header the old instance sliced that an NF releases "
+			"from now on leaves truncated; give migrate a --wait as long as the "
+			"NFs hold headers\n");
 	nfsl_domain_close(d);
 	if (sub(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
 		nfsl_err("detaching the old instance failed (above): it slices nothing; "

@@ -19,6 +19,7 @@
 struct set_opts {
 	char *name;
 	__u32 threshold, keep, expiry, ttl, if_gen;
+	__u32 timeout; /* s to wait for nfsliced */
 	char *tenants; /* tenants file */
 	char *quota;   /* NAME=Q[,NAME=Q...] */
 	int mode;      /* index into tenant_modes[] */
@@ -37,6 +38,7 @@ static const struct set_opts set_defaults = {
 	.expiry = UNSET,
 	.ttl = UNSET,
 	.if_gen = UNSET,
+	.timeout = NFSL_CTL_TIMEOUT_MS / 1000,
 };
 
 static void print(const struct set_opts *o, const struct nfsl_config *cfg, const char *via)
@@ -94,9 +96,16 @@ static int set_via_daemon(const struct set_opts *o, const struct nfsl_cfg_change
 		json_object_set_new(req, "if_gen", json_integer(o->if_gen));
 	if (!req)
 		return nfsl_err("out of memory");
-	err = nfsl_ctl_call(NULL, req, &resp);
+	err = nfsl_ctl_call(NULL, req, &resp, o->timeout * 1000);
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		return 1;
+	/* Stopped (SIGSTOP), stuck, or waiting for the host-wide lock. */
+	if (err == -ETIMEDOUT)
+		return nfsl_err("nfsliced at %s did not answer within %u s: is it running? "
+				"(systemctl status nfsliced; nfsliced --help); or wait longer "
+				"with --timeout. A change nfsliced had begun may still be made: "
+				"nfslice status --name %s shows the configuration",
+				nfsl_ctl_path(), o->timeout, o->name);
 	if (err)
 		return nfsl_err("nfsliced at %s did not answer: %s", nfsl_ctl_path(),
 				strerror(-err));
@@ -302,6 +311,8 @@ static const struct nfsl_opt set_table[] = {
 	  .help = "change only if the configuration generation is still GEN" },
 	{ "json", NFSL_OPT_FLAG, OFF(json),
 	  .help = "print the configuration as written as one JSON object" },
+	{ "timeout", NFSL_OPT_U32, OFF(timeout), 1, 3600, .metavar = "SECONDS",
+	  .help = "wait at most SECONDS for nfsliced to answer (default 5)" },
 	{ NULL },
 };
 
@@ -317,7 +328,8 @@ const struct nfsl_cmd nfsl_cmd_set = {
 		"spliced as before; a new expiry or TTL applies to every busy slot at\n"
 		"the allocator's or the TTL scan's next visit. When nfsliced serves its\n"
 		"control socket ($NFSLICE_SOCKET, else /run/nfsliced.sock), the change\n"
-		"goes through it; otherwise nfslice writes the pinned config itself.\n"
+		"goes through it (waiting at most --timeout seconds for the answer, then\n"
+		"exit 1); otherwise nfslice writes the pinned config itself.\n"
 		"Either way it takes the host-wide lock and bumps the configuration\n"
 		"generation; with --if-gen GEN it changes nothing when another writer\n"
 		"came first (exit 1: read the generation again and retry; nfslice set\n"

@@ -4,11 +4,14 @@
  * for every slicing domain on the host (docs/manager.md; PayloadPark §3.3
  * evictor, §6.2.3 static slices; UNO §3.3.2 migration).
  *
- * One thread, one epoll loop: the control socket and its clients
- * (lib/nfsl/ctl.h), a signalfd for SIGTERM/SIGINT/SIGHUP, and a timerfd
- * for periodic work (collecting domains of gone namespaces). It never
- * detaches anything: on SIGTERM it closes its socket and exits, and the
- * domains keep slicing and splicing.
+ * One epoll loop that never blocks: the control socket and its clients
+ * (conn.c; lib/nfsl/ctl.h), a signalfd for SIGTERM/SIGINT/SIGHUP, a timerfd
+ * for periodic work, one for the TTL scans, and the worker's eventfd:
+ * whatever waits for the host-wide lock (a set request, the collection of
+ * domains of gone namespaces, a move of tenant quotas) runs on the worker
+ * thread (worker.c), so the TTL scans run on time whoever holds the lock.
+ * It never detaches anything: on SIGTERM it closes its socket and exits,
+ * and the domains keep slicing and splicing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,7 +38,6 @@
 #include "params.h"
 #include "util.h"
 
-#define MAX_CLIENTS 64
 #define TICK_MS 100
 
 static const char *const levels[] = { "err", "warning", "notice", "info", "debug", NULL };
@@ -70,6 +72,7 @@ static const struct mgr_opts defaults = {
 	.gc_interval = 10,
 	.metrics_port = 9470,
 	.tenant_interval = 200,
+	.idle_timeout = 10,
 };
 
 #define OFF(f) offsetof(struct mgr_opts, f)
@@ -88,6 +91,9 @@ static const struct nfsl_opt table[] = {
 	{ "tenant-interval", NFSL_OPT_U32, OFF(tenant_interval), 0, 60000, .metavar = "MS",
 	  .help = "move the quotas of domains with dynamic tenants toward demand every MS "
 		  "ms (rounded up to 100), 0 never (default 200)" },
+	{ "idle-timeout", NFSL_OPT_U32, OFF(idle_timeout), 1, 3600, .metavar = "SECONDS",
+	  .help = "close a client that sends and reads nothing for SECONDS, a half-sent "
+		  "request included (default 10)" },
 	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400 * 365, .metavar = "SECONDS",
 	  .help = "exit after SECONDS (default: run until SIGTERM or SIGINT)" },
 	{ NULL },
@@ -125,7 +131,8 @@ static const struct nfsl_cmd cmd = {
 		"exits 0, leaving every domain slicing and splicing; nothing it does is\n"
 		"needed for a packet to be sliced or spliced correctly. Exit 0 on a\n"
 		"stop signal or after --duration, 1 when it cannot start (another\n"
-		"nfsliced on the socket, no bpffs), 2 on bad arguments.",
+		"nfsliced on the socket, NFSLICE_BPFFS not a bpffs), 2 on bad\n"
+		"arguments.",
 	.opts = table,
 	.opts_size = sizeof(struct mgr_opts),
 	.defaults = &defaults,
@@ -134,13 +141,6 @@ static const struct nfsl_cmd cmd = {
 	.env = env,
 	.see_also = "nfslice(8), systemd.service(5)",
 };
-
-struct client {
-	int fd;
-	struct nfsl_ctl_buf buf;
-};
-
-static struct client clients[MAX_CLIENTS];
 
 /* Bind the control socket at @path: refuse if a daemon answers there,
  * replace a stale socket file. Returns the listening fd or -1. */
@@ -154,9 +154,11 @@ static int listen_at(const char *path)
 			path, sizeof(a.sun_path) - 1);
 		return -1;
 	}
-	probe = nfsl_ctl_connect(path);
-	if (probe >= 0) {
-		close(probe);
+	/* -ETIMEDOUT: a daemon whose backlog is full, alive but stuck. */
+	probe = nfsl_ctl_connect(path, NFSL_CTL_TIMEOUT_MS);
+	if (probe >= 0 || probe == -ETIMEDOUT) {
+		if (probe >= 0)
+			close(probe);
 		mgr_log(MGR_ERR, "another nfsliced serves %s: stop it first (systemctl stop "
 			"nfsliced) or give --socket another path", path);
 		return -1;
@@ -174,75 +176,15 @@ static int listen_at(const char *path)
 	return fd;
 }
 
-static void drop_client(int ep, struct client *c)
+/* epoll tags of the loop's own fds; a client's is MGR_CONN_TAG_MIN or more. */
+enum { TAG_LISTEN = 1, TAG_SIGNAL, TAG_TIMER, TAG_SCAN, TAG_WORKER };
+
+static int add_fd(int ep, int fd, __u64 tag)
 {
-	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
-	nfsl_ctl_buf_free(&c->buf);
-	c->fd = -1;
-}
-
-static void accept_client(int ep, int lfd)
-{
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct client *c = NULL;
-
-	if (fd < 0)
-		return;
-	for (int i = 0; i < MAX_CLIENTS && !c; i++)
-		if (clients[i].fd < 0)
-			c = &clients[i];
-	if (!c) {
-		json_t *r = nfsl_ctl_error(NFSL_EXIT_FAIL, "nfsliced serves %d clients at "
-					   "once: retry", MAX_CLIENTS);
-
-		nfsl_ctl_send(fd, r);
-		json_decref(r);
-		close(fd);
-		return;
-	}
-	c->fd = fd;
-	ev.data.ptr = c;
-	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-}
-
-/* A client's request, or its end. One request per readable event: the
- * socket is blocking, and a request is one line written at once. */
-static void serve_client(int ep, struct client *c)
-{
-	json_t *req, *resp;
-	int err = nfsl_ctl_recv(c->fd, &c->buf, &req);
-
-	if (err == -EBADMSG) {
-		resp = nfsl_ctl_error(NFSL_EXIT_USAGE,
-				      "a request is one JSON object on one line (docs/manager.md)");
-		nfsl_ctl_send(c->fd, resp);
-		json_decref(resp);
-	}
-	if (err) {
-		drop_client(ep, c);
-		return;
-	}
-	resp = mgr_handle(req);
-	atomic_fetch_add(&mgr_requests, 1);
-	mgr_log(MGR_DEBUG, "op %s: %s", json_string_value(json_object_get(req, "op")),
-		json_is_true(json_object_get(resp, "ok")) ? "ok" :
-		json_string_value(json_object_get(resp, "error")));
-	if (!resp || nfsl_ctl_send(c->fd, resp))
-		drop_client(ep, c);
-	json_decref(resp);
-	json_decref(req);
-}
-
-static int add_fd(int ep, int fd, void *tag)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
 
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
-
-static int tag_listen, tag_signal, tag_timer, tag_scan;
 
 /* Arm the one-shot TTL timer @fd for @at (CLOCK_MONOTONIC ns), or disarm
  * it (0). */
@@ -254,20 +196,60 @@ static void arm_scan(int fd, __u64 at)
 	timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
+/* A job the worker finished: its answer to its client, or what the
+ * periodic job found. */
+static void job_done(struct mgr_job *j, bool *gc_busy, bool *ten_busy)
+{
+	switch (j->kind) {
+	case MGR_JOB_REQUEST:
+		mgr_conn_reply(j->conn, j->resp);
+		break;
+	case MGR_JOB_GC:
+		*gc_busy = false;
+		if (j->result < 0)
+			mgr_log(MGR_WARNING, "collecting domains: %s", strerror(-j->result));
+		else
+			atomic_fetch_add(&mgr_gc_removed, j->result);
+		break;
+	case MGR_JOB_TENANTS:
+		*ten_busy = false;
+		break;
+	}
+	free(j);
+}
+
+/* Post a periodic job of @kind unless one is still queued or running
+ * (the worker waits for the lock: the next tick tries again). */
+static void post_periodic(enum mgr_job_kind kind, __u64 now, bool *busy)
+{
+	struct mgr_job *j;
+
+	if (*busy)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->kind = kind;
+	j->now = now;
+	*busy = true;
+	mgr_worker_post(j);
+}
+
 static int run(const struct mgr_opts *o, const char *path)
 {
-	int ep = -1, lfd = -1, sfd = -1, tfd = -1, scfd = -1, rc = 1;
+	int ep = -1, lfd = -1, sfd = -1, tfd = -1, scfd = -1, wfd = -1, rc = 1;
 	struct itimerspec tick = { .it_interval.tv_nsec = TICK_MS * 1000000L,
 				   .it_value.tv_nsec = TICK_MS * 1000000L };
 	__u64 start = nfsl_now_ns(), next_gc = start, next_refresh = start, next_ten = start;
+	bool gc_busy = false, ten_busy = false, again = false;
 	sigset_t sigs;
 
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		clients[i].fd = -1;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
+	/* Before the worker starts: it inherits the mask, and the signals
+	 * come to the signalfd only. */
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	lfd = listen_at(path);
 	if (lfd < 0)
@@ -276,12 +258,17 @@ static int run(const struct mgr_opts *o, const char *path)
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	scfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	if (ep < 0 || sfd < 0 || tfd < 0 || scfd < 0 || timerfd_settime(tfd, 0, &tick, NULL) ||
-	    add_fd(ep, lfd, &tag_listen) || add_fd(ep, sfd, &tag_signal) ||
-	    add_fd(ep, tfd, &tag_timer) || add_fd(ep, scfd, &tag_scan)) {
+	wfd = mgr_worker_start();
+	if (wfd < 0)
+		errno = -wfd;
+	if (ep < 0 || sfd < 0 || tfd < 0 || scfd < 0 || wfd < 0 ||
+	    timerfd_settime(tfd, 0, &tick, NULL) || add_fd(ep, lfd, TAG_LISTEN) ||
+	    add_fd(ep, sfd, TAG_SIGNAL) || add_fd(ep, tfd, TAG_TIMER) ||
+	    add_fd(ep, scfd, TAG_SCAN) || add_fd(ep, wfd, TAG_WORKER)) {
 		mgr_log(MGR_ERR, "cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
+	mgr_conn_init(ep, lfd, o->idle_timeout);
 	if (o->metrics_port && mgr_metrics_start(o->metrics_port)) {
 		mgr_log(MGR_ERR, "cannot serve metrics on 127.0.0.1:%u (taken?): give "
 			"--metrics-port another port, or 0 for none", o->metrics_port);
@@ -293,18 +280,20 @@ static int run(const struct mgr_opts *o, const char *path)
 		mgr_log(MGR_NOTICE, "metrics on http://127.0.0.1:%u/metrics", o->metrics_port);
 	for (;;) {
 		struct epoll_event ev[16];
-		int n = epoll_wait(ep, ev, 16, -1);
+		/* Clients with requests left from their last turn: look at
+		 * the others and the timers, then come back at once. */
+		int n = epoll_wait(ep, ev, 16, again ? 0 : -1);
 
 		if (n < 0 && errno != EINTR) {
 			mgr_log(MGR_ERR, "epoll_wait: %s", strerror(errno));
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			void *tag = ev[i].data.ptr;
+			__u64 tag = ev[i].data.u64;
 
-			if (tag == &tag_listen) {
-				accept_client(ep, lfd);
-			} else if (tag == &tag_signal) {
+			if (tag == TAG_LISTEN) {
+				mgr_conn_accept();
+			} else if (tag == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 
 				if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -313,13 +302,18 @@ static int run(const struct mgr_opts *o, const char *path)
 					rc = 0;
 					goto out;
 				}
-			} else if (tag == &tag_scan) {
+			} else if (tag == TAG_SCAN) {
 				__u64 exp;
 
 				if (read(scfd, &exp, sizeof(exp)) < 0)
 					continue;
 				arm_scan(scfd, mgr_ttl_tick(nfsl_now_ns()));
-			} else if (tag == &tag_timer) {
+			} else if (tag == TAG_WORKER) {
+				for (struct mgr_job *j = mgr_worker_done(), *next; j; j = next) {
+					next = j->next;
+					job_done(j, &gc_busy, &ten_busy);
+				}
+			} else if (tag == TAG_TIMER) {
 				__u64 exp, now = nfsl_now_ns();
 
 				if (read(tfd, &exp, sizeof(exp)) < 0)
@@ -331,7 +325,7 @@ static int run(const struct mgr_opts *o, const char *path)
 					next_refresh = now + 1000000000ull;
 				}
 				if (o->tenant_interval && now >= next_ten) {
-					mgr_tenants_tick(now);
+					post_periodic(MGR_JOB_TENANTS, now, &ten_busy);
 					next_ten = now + o->tenant_interval * 1000000ull;
 				}
 				if (o->duration && now - start >= o->duration * 1000000000ull) {
@@ -339,29 +333,28 @@ static int run(const struct mgr_opts *o, const char *path)
 					goto out;
 				}
 				if (o->gc_interval && now >= next_gc) {
-					int r = mgr_gc();
-
-					if (r < 0)
-						mgr_log(MGR_WARNING, "collecting domains: %s",
-							strerror(-r));
-					else
-						atomic_fetch_add(&mgr_gc_removed, r);
+					post_periodic(MGR_JOB_GC, now, &gc_busy);
 					next_gc = now + o->gc_interval * 1000000000ull;
 				}
+				mgr_conn_tick(now);
 			} else {
-				serve_client(ep, tag);
+				mgr_conn_event(tag, ev[i].events);
 			}
 		}
+		again = mgr_conn_again();
 	}
 out:
 	mgr_metrics_stop();
+	mgr_conn_stop();
+	/* The worker may wait for another process's lock: not for long. */
+	if (mgr_worker_stop(1000))
+		mgr_tenants_stop();
+	else
+		mgr_log(MGR_NOTICE, "a job still waits for the host-wide lock "
+			NFSL_LOCK_FILE ": not waited for");
 	mgr_ttl_stop();
-	mgr_tenants_stop();
 	if (scfd >= 0)
 		close(scfd);
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		if (clients[i].fd >= 0)
-			drop_client(ep, &clients[i]);
 	if (lfd >= 0) {
 		close(lfd);
 		unlink(path);
@@ -392,6 +385,14 @@ int main(int argc, char **argv)
 		return NFSL_EXIT_FAIL;
 	}
 	err = nfsl_bpffs_enter();
+	/* Told where the domains are and nothing is there: managing nothing
+	 * while looking healthy would hide it. */
+	if (err == -ENOENT && getenv("NFSLICE_BPFFS") && *getenv("NFSLICE_BPFFS")) {
+		mgr_log(MGR_ERR, "NFSLICE_BPFFS=%s is not a bpffs: mount one there (mount -t bpf "
+			"bpf %s) or unset NFSLICE_BPFFS to manage the domains under "
+			"/sys/fs/bpf", nfsl_bpffs(), nfsl_bpffs());
+		return NFSL_EXIT_FAIL;
+	}
 	if (err && err != -ENOENT && err != -EACCES) {
 		mgr_log(MGR_ERR, "cannot reach the host's bpffs: %s", strerror(-err));
 		return NFSL_EXIT_FAIL;

@@ -15,32 +15,25 @@
 #include "cli.h"
 #include "ctl.h"
 #include "domains.h"
+#include "retired.h"
 #include "version.h"
 
-/* The domain a request names: "netns" (cookie) and "name" into @dir. */
-static json_t *req_domain(json_t *req, char *dir, size_t len)
+/* The domain a request names into @dir: NULL, or the error response
+ * (it is not attached). */
+static json_t *req_domain(const struct nfsl_ctl_req *r, char *dir, size_t len)
 {
-	json_t *ns = json_object_get(req, "netns");
-	const char *name = json_string_value(json_object_get(req, "name"));
-	int err;
+	int err = nfsl_domain_dir_of(dir, len, r->netns, r->name);
 
-	if (!json_is_integer(ns) || !name)
-		return nfsl_ctl_error(NFSL_EXIT_USAGE,
-				      "give \"netns\" (the namespace's cookie) and \"name\"");
-	err = nfsl_domain_dir_of(dir, len, json_integer_value(ns), name);
-	if (err == -EINVAL)
-		return nfsl_ctl_error(NFSL_EXIT_USAGE,
-				      "invalid domain name '%s': " NFSL_NAME_RULE, name);
 	if (err)
-		return nfsl_ctl_error(NFSL_EXIT_FAIL, "domain '%s': %s", name, strerror(-err));
+		return nfsl_ctl_error(NFSL_EXIT_FAIL, "domain '%s': %s", r->name, strerror(-err));
 	if (access(dir, F_OK))
 		return nfsl_ctl_error(NFSL_EXIT_FAIL,
 				      "no domain '%s' is attached in that network namespace "
-				      "(ns%lld)", name, (long long)json_integer_value(ns));
+				      "(ns%llu)", r->name, (unsigned long long)r->netns);
 	return NULL;
 }
 
-static json_t *op_ping(json_t *req)
+static json_t *op_ping(const struct nfsl_ctl_req *req)
 {
 	struct nfsl_dom_entry *v;
 	size_t n = 0;
@@ -56,7 +49,7 @@ static json_t *op_ping(json_t *req)
 	return r;
 }
 
-static json_t *op_list(json_t *req)
+static json_t *op_list(const struct nfsl_ctl_req *req)
 {
 	struct nfsl_dom_entry *v;
 	json_t *r, *a;
@@ -77,7 +70,7 @@ static json_t *op_list(json_t *req)
 	return r;
 }
 
-static json_t *op_get(json_t *req)
+static json_t *op_get(const struct nfsl_ctl_req *req)
 {
 	char dir[PATH_MAX];
 	struct nfsl_domain d;
@@ -96,27 +89,20 @@ static json_t *op_get(json_t *req)
 	return r;
 }
 
-static json_t *op_set(json_t *req)
+/* Takes the host-wide lock: run by the worker (worker.c), never by the
+ * event loop. */
+static json_t *op_set(const struct nfsl_ctl_req *req)
 {
-	json_t *gen = json_object_get(req, "if_gen");
-	struct nfsl_cfg_change c;
 	struct nfsl_config cfg;
 	char dir[PATH_MAX], err[512];
-	__u32 if_gen;
 	json_t *r = req_domain(req, dir, sizeof(dir));
+	__u32 if_gen = req->if_gen;
 	int rc;
 
 	if (r)
 		return r;
-	if (nfsl_ctl_change_parse(json_object_get(req, "changes"), &c, err, sizeof(err)))
-		return nfsl_ctl_error(NFSL_EXIT_USAGE, "%s", err);
-	if (!nfsl_cfg_change_any(&c))
-		return nfsl_ctl_error(NFSL_EXIT_USAGE, "no change given: \"changes\" is empty");
-	if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0 ||
-		    json_integer_value(gen) > UINT32_MAX))
-		return nfsl_ctl_error(NFSL_EXIT_USAGE, "\"if_gen\" must be a generation number");
-	if_gen = gen ? json_integer_value(gen) : 0;
-	rc = nfsl_config_change(dir, &c, gen ? &if_gen : NULL, &cfg, err, sizeof(err));
+	rc = nfsl_config_change(dir, &req->changes, req->has_if_gen ? &if_gen : NULL, &cfg, err,
+				sizeof(err));
 	if (rc == -ERANGE)
 		return nfsl_ctl_error(NFSL_EXIT_USAGE, "%s", err);
 	if (rc)
@@ -128,25 +114,21 @@ static json_t *op_set(json_t *req)
 	return r;
 }
 
-static const struct {
-	const char *name;
-	json_t *(*run)(json_t *req);
-} ops[] = {
-	{ "ping", op_ping },
-	{ "list", op_list },
-	{ "get", op_get },
-	{ "set", op_set },
+static json_t *(*const ops[])(const struct nfsl_ctl_req *req) = {
+	[NFSL_CTL_PING] = op_ping,
+	[NFSL_CTL_LIST] = op_list,
+	[NFSL_CTL_GET] = op_get,
+	[NFSL_CTL_SET] = op_set,
 };
 
-json_t *mgr_handle(json_t *req)
+json_t *mgr_handle(const struct nfsl_ctl_req *r)
 {
-	const char *op = json_string_value(json_object_get(req, "op"));
+	return ops[r->op](r);
+}
 
-	for (size_t i = 0; op && i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (!strcmp(op, ops[i].name))
-			return ops[i].run(req);
-	return nfsl_ctl_error(NFSL_EXIT_USAGE, "unknown op '%s': give ping, list, get or set",
-			      op ? op : "(none)");
+bool mgr_needs_lock(const struct nfsl_ctl_req *r)
+{
+	return r->op == NFSL_CTL_SET;
 }
 
 int mgr_gc(void)
@@ -180,6 +162,7 @@ int mgr_gc(void)
 			"(ns%llu): %s", v[i].name, (unsigned long long)v[i].cookie, v[i].dir);
 		removed++;
 	}
+	nfsl_retired_prune(); /* retired keys past their grace (retired.h) */
 	free(v);
 	close(lock);
 	return removed;

@@ -9,6 +9,8 @@ PKGS=(
 	clang llvm make gcc pkg-config libelf-dev zlib1g-dev
 	libbpf-dev libxdp-dev xdp-tools bpftool linux-libc-dev libjansson-dev libmicrohttpd-dev
 	libcriterion-dev
+	# libclang_rt.fuzzer-x86_64.a: clang -fsanitize=fuzzer (tests/fuzz/)
+	libclang-rt-14-dev
 	iproute2 iputils-ping nftables iperf3 ethtool tcpdump curl linux-perf
 	python3 python3-pytest python3-scapy python3-pyroute2 python3-matplotlib
 	python3-bpfcc linux-headers-amd64

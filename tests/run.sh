@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Run the whole suite after `make all unit` (what `make test` does):
+# Run the whole suite after `make all unit fuzz-build` (what `make test` does):
 #   1. unit: Criterion, slicer/splicer through BPF_PROG_TEST_RUN (build/test_datapath)
 #   2. integration: pytest in network-namespace rigs it builds and removes
-# Exit status is non-zero if either part fails. Needs root.
+#   3. fuzz: each libFuzzer target of tests/fuzz/ for FUZZ_SMOKE seconds
+#      (default 3) from its seed corpus: a crash fails the run
+# Exit status is non-zero if any part fails. Needs root.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,5 +23,8 @@ build/test_datapath || rc=1
 echo "== integration tests (pytest, netns rigs)"
 # Debian's pytest and scapy live with /usr/bin/python3 (docs/platform.md).
 /usr/bin/python3 -m pytest -ra -p no:cacheprovider tests/integration || rc=1
+
+echo "== fuzz targets (libFuzzer, ${FUZZ_SMOKE:-3} s each)"
+tests/fuzz/run.sh "${FUZZ_SMOKE:-3}" || rc=1
 
 exit $rc

@@ -246,7 +246,9 @@ static int new_nodes(struct builder *b, unsigned int k, __u32 *first)
 
 static int push(struct builder *b, const struct item *it)
 {
-	if (b->qtail == b->qcap && b->qhead >= b->qcap / 2) {
+	/* qhead > 0: something to reclaim (an empty queue has no array: a
+	 * memmove from NULL + 0 is undefined) */
+	if (b->qtail == b->qcap && b->qhead && b->qhead >= b->qcap / 2) {
 		/* the done half makes room: the queue holds one level or two */
 		memmove(b->q, b->q + b->qhead, (b->qtail - b->qhead) * sizeof(*b->q));
 		b->qtail -= b->qhead;

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "ckpt.h"
+#include "retired.h"
 #include "nfsl_store.h"
 #include "util.h"
 
@@ -330,8 +331,10 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, unsigned int flags, struct nf
 		return bad(err, errlen, "not an nfslice checkpoint (no %s magic)", NFSL_CKPT_MAGIC);
 	memset(&h, 0, sizeof(h));
 	memcpy(&h, buf, HDR_V1_FIXED);
+	/* cfg_size a multiple of 4: the clocks and generations after it are
+	 * read as __u32 in place. */
 	if ((h.version != 1 && h.version != 2) || h.slot_size != sizeof(struct nfsl_slot) ||
-	    h.cfg_size < CFG_MIN || h.cfg_size > sizeof(struct nfsl_config) ||
+	    h.cfg_size < CFG_MIN || h.cfg_size > sizeof(struct nfsl_config) || h.cfg_size % 4 ||
 	    h.hdr_size != (h.version == 1 ? HDR_V1_FIXED : offsetof(struct nfsl_ckpt_hdr, cfg)) +
 				   h.cfg_size)
 		return bad(err, errlen,
@@ -359,10 +362,25 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, unsigned int flags, struct nf
 	img->nseq = h.nseq;
 	img->nrecs = h.nslots;
 	img->size = size;
-	if (h.nseq != nseq_of(&img->cfg) || !img->cfg.part_slots ||
-	    img->cfg.slots != img->cfg.part_slots * h.nseq)
-		return bad(err, errlen, "inconsistent geometry: %u partitions of %u slots for %u",
-			   h.nseq, img->cfg.part_slots, img->cfg.slots);
+	/* The geometry in 64 bits and within what attach makes: every slot
+	 * index below slots then names a partition below nseq (born_clock). */
+	if (!img->cfg.ncpus || img->cfg.ncpus > NFSL_MAX_CPUS ||
+	    nparts(&img->cfg) > NFSL_MAX_PARTS || h.nseq != nseq_of(&img->cfg) ||
+	    !img->cfg.part_slots ||
+	    (__u64)img->cfg.slots != (__u64)img->cfg.part_slots * h.nseq ||
+	    img->cfg.slots > NFSL_MAX_SLOTS)
+		return bad(err, errlen, "inconsistent geometry: %u partitions (%u CPUs x %u) of "
+			   "%u slots for %u (at most %u CPUs x %u, %u slots)", h.nseq,
+			   img->cfg.ncpus, nparts(&img->cfg), img->cfg.part_slots,
+			   img->cfg.slots, NFSL_MAX_CPUS, NFSL_MAX_PARTS, NFSL_MAX_SLOTS);
+	/* What restore makes the domain's, in the ranges attach and set take. */
+	if (img->cfg.threshold > 65535 || img->cfg.keep > NFSL_KEEP_MAX || !img->cfg.expiry ||
+	    img->cfg.expiry > NFSL_MAX_EXPIRY || img->cfg.win_min > img->cfg.part_slots ||
+	    img->cfg.ntenants > NFSL_MAX_TENANTS)
+		return bad(err, errlen, "a configuration out of range (threshold %u, keep %u, "
+			   "expiry %u, window %u of %u, %u tenants)", img->cfg.threshold,
+			   img->cfg.keep, img->cfg.expiry, img->cfg.win_min, img->cfg.part_slots,
+			   img->cfg.ntenants);
 	p = buf + h.hdr_size;
 	if (h.version == 1) {
 		img->clock.real_ns = h.taken_ns;
@@ -371,11 +389,23 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, unsigned int flags, struct nf
 			return bad(err, errlen, "truncated or too long for %u slots", h.nslots);
 		img->seq = (const __u32 *)p;
 		img->recs = p + (size_t)h.nseq * 4;
+		for (__u32 k = 0; k < h.nslots; k++) {
+			struct nfsl_ckpt_slot_v1 v;
+
+			memcpy(&v, img->recs + (size_t)k * sizeof(v), sizeof(v));
+			if (v.index >= img->cfg.slots)
+				return bad(err, errlen, "record %u names slot %u of %u", k,
+					   v.index, img->cfg.slots);
+			if (v.slot.len > NFSL_PAYLOAD_MAX)
+				return bad(err, errlen,
+					   "record %u holds %u payload bytes (at most %u)", k,
+					   v.slot.len, NFSL_PAYLOAD_MAX);
+		}
 	} else {
 		img->clock = h.clock;
 		img->ntseq = h.ntseq;
 		img->ngen = h.ngen;
-		if (h.ntseq && h.ntseq != h.nseq * NFSL_MAX_TENANTS)
+		if (h.ntseq && (__u64)h.ntseq != (__u64)h.nseq * NFSL_MAX_TENANTS)
 			return bad(err, errlen, "%u tenant clocks for %u partitions", h.ntseq,
 				   h.nseq);
 		if (h.ngen > img->cfg.slots)
@@ -401,6 +431,9 @@ int nfsl_ckpt_parse(const void *vbuf, size_t size, unsigned int flags, struct nf
 				return bad(err, errlen, "truncated in record %u of %u", k,
 					   h.nslots);
 			memcpy(&r, p, sizeof(r));
+			if (r.index >= img->cfg.slots)
+				return bad(err, errlen, "record %u names slot %u of %u", k,
+					   r.index, img->cfg.slots);
 			if (r.len > NFSL_PAYLOAD_MAX)
 				return bad(err, errlen,
 					   "record %u holds %u payload bytes (at most %u)", k,
@@ -687,16 +720,53 @@ void nfsl_ckpt_unmap(const void *buf, size_t size)
 		munmap((void *)buf, size);
 }
 
+int nfsl_ckpt_file_safe(int fd, const char *what, const char *path, char *err, size_t errlen)
+{
+	char link[64], name[PATH_MAX];
+	uid_t euid = geteuid();
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st))
+		return nfsl_errf(err, errlen, -errno, "cannot read %s: %s", what, strerror(errno));
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, name, sizeof(name) - 1);
+	name[n > 0 ? n : 0] = '\0';
+	if (S_ISSOCK(st.st_mode) || (S_ISFIFO(st.st_mode) && !strncmp(name, "pipe:[", 6)))
+		return 0; /* written by whom the caller connected it to */
+	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+		return nfsl_errf(err, errlen, -EPERM,
+				 "%s is not a file, a pipe or a socket (a terminal or a device): "
+				 "give a checkpoint file", what);
+	if (!path)
+		path = n > 0 ? name : "FILE";
+	if (st.st_uid != euid && st.st_uid != 0)
+		return nfsl_errf(err, errlen, -EPERM,
+				 "%s is owned by uid %u, not by you (uid %u) or root: whoever "
+				 "owns it could have written the key it holds; check it and chown "
+				 "%u %s, or take the checkpoint again", what, (unsigned)st.st_uid,
+				 (unsigned)euid, (unsigned)euid, path);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return nfsl_errf(err, errlen, -EPERM,
+				 "%s is writable by group or others (mode %04o): chmod go-w %s",
+				 what, (unsigned)(st.st_mode & 07777), path);
+	return 0;
+}
+
 /* Map and parse the file @path; messages name it. */
 static int load_file(const char *path, const void **buf, size_t *size,
 		     struct nfsl_ckpt_img *img, char *err, size_t errlen)
 {
-	char why[512];
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	char why[PATH_MAX + 16];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc;
 
 	if (fd < 0)
 		return nfsl_errf(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
-	rc = nfsl_ckpt_map(fd, path, buf, size, err, errlen);
+	/* Checked on the file opened (not the name: it could be swapped). */
+	snprintf(why, sizeof(why), "checkpoint %s", path);
+	rc = nfsl_ckpt_file_safe(fd, why, path, err, errlen);
+	if (!rc)
+		rc = nfsl_ckpt_map(fd, path, buf, size, err, errlen);
 	close(fd);
 	if (rc)
 		return rc;
@@ -768,6 +838,14 @@ int nfsl_ckpt_restore(const char *dir, const char *path, struct nfsl_ckpt_result
 	{
 		struct nfsl_config cfg = d.cfg;
 
+		/* The key in use goes to the retired list first: a header it
+		 * signed that an NF holds is stale, never outside traffic. */
+		if (memcmp(cfg.key, hc->key, sizeof(cfg.key)) &&
+		    (rc = nfsl_retire_key(dir, cfg.key, nfsl_retire_grace_ms(&cfg)))) {
+			nfsl_errf(err, errlen, rc, "cannot retire the domain's key: %s",
+				  strerror(-rc));
+			goto out;
+		}
 		memcpy(cfg.key, hc->key, sizeof(cfg.key));
 		cfg.threshold = hc->threshold;
 		cfg.keep = hc->keep;

@@ -197,7 +197,15 @@ int nfsl_ckpt_write(const struct nfsl_ckpt_store *st, int fd, unsigned int flags
  * nfsl_ckpt_parse - check the image @buf of @size bytes (magic, version 1
  * or 2, struct sizes, CRC-32 (an image without one only with
  * NFSL_CKPT_TRUSTED in @flags), lengths, every record in bounds) and lay
- * it open in @img. Returns 0, or -EBADMSG with a message in @err.
+ * it open in @img. Every count, index and length is checked against the
+ * image itself, never against a store it may be imported into: a
+ * geometry within attach's limits (NFSL_MAX_CPUS, NFSL_MAX_PARTS,
+ * NFSL_MAX_SLOTS) whose slots are part_slots x nseq, each record's index
+ * below the image's slots and its length at most NFSL_PAYLOAD_MAX, the
+ * configuration restore adopts in the ranges attach takes. An image may
+ * come from anyone (a file, another host): nothing nfsl_ckpt_next and
+ * nfsl_ckpt_import then read lies outside @buf. Returns 0, or -EBADMSG
+ * with a message in @err.
  */
 int nfsl_ckpt_parse(const void *buf, size_t size, unsigned int flags, struct nfsl_ckpt_img *img,
 		    char *err, size_t errlen);
@@ -246,12 +254,28 @@ int nfsl_ckpt_map(int fd, const char *what, const void **buf, size_t *size, char
 void nfsl_ckpt_unmap(const void *buf, size_t size);
 
 /*
+ * nfsl_ckpt_file_safe - refuse checkpoint input @fd that someone other than
+ * the caller could have written, as ssh refuses a key file: the image's key
+ * mints valid tokens. A regular file or a named FIFO must be owned by the
+ * effective uid or root and not be writable by group or others. An
+ * anonymous pipe or a socket passes: its writer is whoever the caller
+ * connected it to (nfslice migrate's ssh channel). Anything else (a
+ * terminal, a device, a directory) is no image. @what names the input in
+ * messages ("checkpoint /x", "standard input"); @path, when not NULL, is
+ * the name the fix gives (else the one /proc/self/fd has). Returns 0, or
+ * -EPERM with a message naming the fix in @err ("... is writable by group
+ * or others (mode 0666): chmod go-w FILE").
+ */
+int nfsl_ckpt_file_safe(int fd, const char *what, const char *path, char *err, size_t errlen);
+
+/*
  * nfsl_ckpt_restore - load @path into the domain at @dir: the file is
  * checked first (nfsl_ckpt_parse, the domain's geometry: slots,
  * partitions, CPUs), then, under the host-wide lock and only if the
  * domain holds no parked payload (its own tokens would stop verifying),
  * nfsl_ckpt_import, and the saved key, threshold, keep, expiry, TTL and
- * smallest window become the domain's (its interfaces stay). Returns 0;
+ * smallest window become the domain's (its interfaces stay). The file must
+ * pass nfsl_ckpt_file_safe. Returns 0; -EPERM (a file others could write),
  * -EBADMSG (not a checkpoint, corrupt, other version), -EINVAL (another
  * geometry), -EBUSY (payloads parked), other -errno; the message in @err.
  */

@@ -6,11 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 
+#include "cli.h"
 #include "ctl.h"
+#include "util.h"
 
 const char *nfsl_ctl_path(void)
 {
@@ -19,8 +23,9 @@ const char *nfsl_ctl_path(void)
 	return p && *p ? p : NFSL_CTL_SOCKET;
 }
 
-int nfsl_ctl_connect(const char *path)
+int nfsl_ctl_connect(const char *path, int timeout_ms)
 {
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000 };
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd, err;
 
@@ -32,15 +37,42 @@ int nfsl_ctl_connect(const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+	/* A Unix connect waits for room in the listener's backlog (a daemon
+	 * that accepts nothing) for the send timeout, then fails EAGAIN. */
+	if (timeout_ms > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv))) {
 		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		err = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
 		close(fd);
 		return err;
 	}
 	return fd;
 }
 
-int nfsl_ctl_send(int fd, json_t *msg)
+/* Wait until @fd is ready for @events, by @deadline_ns (0: no limit).
+ * Returns 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, __u64 deadline_ns)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int ms = -1, n;
+
+	if (deadline_ns) {
+		__u64 now = nfsl_now_ns();
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		ms = (deadline_ns - now + 999999) / 1000000;
+	}
+	n = poll(&p, 1, ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n ? 0 : -ETIMEDOUT;
+}
+
+int nfsl_ctl_send(int fd, json_t *msg, __u64 deadline_ns)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	size_t len, off = 0;
@@ -51,11 +83,17 @@ int nfsl_ctl_send(int fd, json_t *msg)
 	len = strlen(s);
 	s[len++] = '\n'; /* json_dumps' NUL becomes the line's end */
 	while (off < len) {
-		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL);
+		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN) {
+				err = wait_fd(fd, POLLOUT, deadline_ns);
+				if (err)
+					break;
+				continue;
+			}
 			err = -errno;
 			break;
 		}
@@ -65,20 +103,42 @@ int nfsl_ctl_send(int fd, json_t *msg)
 	return err;
 }
 
-/* Take the first line of @b, if complete, as a JSON object. */
-static int take_line(struct nfsl_ctl_buf *b, json_t **msg)
+int nfsl_ctl_buf_room(struct nfsl_ctl_buf *b, size_t want)
 {
-	char *nl = b->len ? memchr(b->data, '\n', b->len) : NULL;
-	size_t used;
+	if (b->off) {
+		memmove(b->data, b->data + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+	}
+	if (b->cap - b->len < want) {
+		size_t cap = b->cap ? b->cap : 8192;
+		char *p;
+
+		while (cap - b->len < want)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		if (!p)
+			return -ENOMEM;
+		b->data = p;
+		b->cap = cap;
+	}
+	return 0;
+}
+
+int nfsl_ctl_take_line(struct nfsl_ctl_buf *b, json_t **msg)
+{
+	char *start = b->data + b->off;
+	char *nl = b->len > b->off ? memchr(start, '\n', b->len - b->off) : NULL;
 	json_t *v;
 
 	if (!nl)
 		return -EAGAIN;
-	*nl = '\0';
-	used = nl - b->data + 1;
-	v = json_loads(b->data, 0, NULL);
-	memmove(b->data, b->data + used, b->len - used);
-	b->len -= used;
+	/* The line without its newline: a NUL in it is an error (JSON
+	 * has none), not the line's end. */
+	v = json_loadb(start, nl - start, 0, NULL);
+	b->off += nl - start + 1;
+	if (b->off == b->len)
+		b->off = b->len = 0;
 	if (!json_is_object(v)) {
 		json_decref(v);
 		return -EBADMSG;
@@ -87,29 +147,29 @@ static int take_line(struct nfsl_ctl_buf *b, json_t **msg)
 	return 0;
 }
 
-int nfsl_ctl_recv(int fd, struct nfsl_ctl_buf *b, json_t **msg)
+int nfsl_ctl_recv(int fd, struct nfsl_ctl_buf *b, json_t **msg, __u64 deadline_ns)
 {
 	for (;;) {
 		ssize_t n;
-		int err = take_line(b, msg);
+		int err = nfsl_ctl_take_line(b, msg);
 
 		if (err != -EAGAIN)
 			return err;
-		if (b->len >= NFSL_CTL_LINE_MAX)
+		if (b->len - b->off >= NFSL_CTL_LINE_MAX)
 			return -EBADMSG;
-		if (b->cap - b->len < 4096) {
-			size_t cap = b->cap ? 2 * b->cap : 8192;
-			char *p = realloc(b->data, cap);
-
-			if (!p)
-				return -ENOMEM;
-			b->data = p;
-			b->cap = cap;
-		}
-		n = recv(fd, b->data + b->len, b->cap - b->len, 0);
+		err = nfsl_ctl_buf_room(b, 4096);
+		if (err)
+			return err;
+		n = recv(fd, b->data + b->len, b->cap - b->len, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN) {
+				err = wait_fd(fd, POLLIN, deadline_ns);
+				if (err)
+					return err;
+				continue;
+			}
 			return -errno;
 		}
 		if (!n)
@@ -124,19 +184,20 @@ void nfsl_ctl_buf_free(struct nfsl_ctl_buf *b)
 	*b = (struct nfsl_ctl_buf){};
 }
 
-int nfsl_ctl_call(const char *path, json_t *req, json_t **resp)
+int nfsl_ctl_call(const char *path, json_t *req, json_t **resp, int timeout_ms)
 {
+	__u64 deadline = timeout_ms > 0 ? nfsl_now_ns() + timeout_ms * 1000000ull : 0;
 	struct nfsl_ctl_buf b = {};
-	int fd = nfsl_ctl_connect(path), err;
+	int fd = nfsl_ctl_connect(path, timeout_ms), err;
 
 	if (fd < 0) {
 		json_decref(req);
 		return fd;
 	}
-	err = nfsl_ctl_send(fd, req);
+	err = nfsl_ctl_send(fd, req, deadline);
 	json_decref(req);
 	if (!err)
-		err = nfsl_ctl_recv(fd, &b, resp);
+		err = nfsl_ctl_recv(fd, &b, resp, deadline);
 	nfsl_ctl_buf_free(&b);
 	close(fd);
 	return err;
@@ -229,4 +290,66 @@ json_t *nfsl_ctl_change_json(const struct nfsl_cfg_change *c)
 					    json_integer(*(const __u32 *)((const char *)c +
 									  change_keys[i].val)));
 	return o;
+}
+
+static const char *const op_names[] = {
+	[NFSL_CTL_PING] = "ping",
+	[NFSL_CTL_LIST] = "list",
+	[NFSL_CTL_GET] = "get",
+	[NFSL_CTL_SET] = "set",
+};
+
+int nfsl_ctl_req_parse(json_t *msg, struct nfsl_ctl_req *r, char *err, size_t errlen)
+{
+	const char *op = json_string_value(json_object_get(msg, "op")), *name;
+	json_t *ns, *gen;
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; op && i < sizeof(op_names) / sizeof(op_names[0]); i++)
+		if (!strcmp(op, op_names[i]))
+			break;
+	if (!op || i == sizeof(op_names) / sizeof(op_names[0])) {
+		/* %.64s: the message names the op, whatever its length. */
+		snprintf(err, errlen, "unknown op '%.64s': give ping, list, get or set",
+			 op ? op : "(none)");
+		return NFSL_EXIT_USAGE;
+	}
+	r->op = i;
+	if (r->op == NFSL_CTL_PING || r->op == NFSL_CTL_LIST)
+		return 0;
+	ns = json_object_get(msg, "netns");
+	name = json_string_value(json_object_get(msg, "name"));
+	if (!json_is_integer(ns) || !name) {
+		snprintf(err, errlen, "give \"netns\" (the namespace's cookie) and \"name\"");
+		return NFSL_EXIT_USAGE;
+	}
+	if (nfsl_name_check(name)) {
+		snprintf(err, errlen, "invalid domain name '%.64s': " NFSL_NAME_RULE, name);
+		return NFSL_EXIT_USAGE;
+	}
+	r->netns = json_integer_value(ns);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	if (r->op == NFSL_CTL_GET)
+		return 0;
+	if (nfsl_ctl_change_parse(json_object_get(msg, "changes"), &r->changes, err, errlen))
+		return NFSL_EXIT_USAGE;
+	if (!nfsl_cfg_change_any(&r->changes)) {
+		snprintf(err, errlen, "no change given: \"changes\" is empty");
+		return NFSL_EXIT_USAGE;
+	}
+	gen = json_object_get(msg, "if_gen");
+	if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0 ||
+		    json_integer_value(gen) > UINT32_MAX)) {
+		snprintf(err, errlen, "\"if_gen\" must be a generation number");
+		return NFSL_EXIT_USAGE;
+	}
+	r->has_if_gen = gen != NULL;
+	r->if_gen = gen ? json_integer_value(gen) : 0;
+	return 0;
+}
+
+const char *nfsl_ctl_op_name(enum nfsl_ctl_op op)
+{
+	return op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[op] : "?";
 }

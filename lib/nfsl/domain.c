@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "domain.h"
+#include "retired.h"
 #include "nfsl_store.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -379,7 +380,16 @@ _Static_assert(sizeof(nfsl_domain_pins) / sizeof(nfsl_domain_pins[0]) == NFSL_NR
 int nfsl_domain_remove(const char *dir)
 {
 	char path[PATH_MAX + 32];
+	struct nfsl_domain d;
 	int err = 0;
+
+	/* Its keys stay known for a grace period: a header an NF releases
+	 * after the detach reaches a domain attached again under this name
+	 * as stale, not as outside traffic (retired.h). */
+	if (!nfsl_domain_open_dir(&d, dir)) {
+		nfsl_retire_domain_keys(dir, &d.cfg);
+		nfsl_domain_close(&d);
+	}
 
 	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);

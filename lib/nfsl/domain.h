@@ -133,7 +133,9 @@ void nfsl_domain_close(struct nfsl_domain *d);
 /*
  * nfsl_domain_remove - unlink every pin of the domain at @dir (ours only:
  * maps, splicer, namespace probe), the directory, and its parents
- * ns<cookie> and nfslice once empty. Programs still attached stay. Returns
+ * ns<cookie> and nfslice once empty. Its keys go to its retired list
+ * first (retired.h), so that a domain attached again under its name
+ * knows the headers it signed. Programs still attached stay. Returns
  * 0, or the first -errno (-ENOTEMPTY: a file that is not ours is there).
  */
 int nfsl_domain_remove(const char *dir);

@@ -39,6 +39,9 @@ struct nfsl_xsk_store {
 	int cfg_lock;            /* a refresh in progress (one writer) */
 	int cfg_fd;              /* the config map, our own fd; -1: none */
 	int fd;                  /* the store map, our own fd */
+	/* The domain's retired keys (lib/nfsl/retired.h), mapped read-only:
+	 * a token under one of them is stale. NULL: the domain has none. */
+	const struct nfsl_retired *retired;
 };
 
 /* What nfsl_xsk_splice did with a frame. All but NOT_SLICED and SPLICED

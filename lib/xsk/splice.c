@@ -16,7 +16,31 @@
 
 #include "nfsl_splice.h"
 #include "domain.h"
+#include "retired.h"
+#include "util.h"
 #include "nfsl_xsk_splice.h"
+
+/* The domain's retired keys, mapped read-only (one value, one page), or
+ * NULL when it has no list (a domain attached by an older nfslice). */
+static const struct nfsl_retired *retired_map(const struct nfsl_domain *d)
+{
+	char path[PATH_MAX];
+	void *m;
+	int fd;
+
+	if (nfsl_retired_path(path, sizeof(path), d->dir))
+		return NULL;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return NULL;
+	if (nfsl_map_value_check(fd, sizeof(struct nfsl_retired))) {
+		close(fd);
+		return NULL;
+	}
+	m = mmap(NULL, sizeof(struct nfsl_retired), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd); /* the mapping holds the map */
+	return m == MAP_FAILED ? NULL : m;
+}
 
 int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
 {
@@ -55,6 +79,7 @@ int nfsl_xsk_store_open(struct nfsl_xsk_store *st, const struct nfsl_domain *d)
 	st->cfg = d->cfg;
 	st->cfg_fd = d->config_fd >= 0 ? fcntl(d->config_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	st->fd = fd;
+	st->retired = retired_map(d);
 	return 0;
 }
 
@@ -63,6 +88,9 @@ void nfsl_xsk_store_close(struct nfsl_xsk_store *st)
 	if (!st->slots)
 		return; /* zeroed, failed open, or closed: no fd of ours */
 	munmap(st->slots, st->map_len);
+	if (st->retired)
+		munmap((void *)st->retired, sizeof(*st->retired));
+	st->retired = NULL;
 	close(st->fd);
 	if (st->cfg_fd >= 0)
 		close(st->cfg_fd);
@@ -144,7 +172,16 @@ static bool xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
 	*s = idx < st->nslots ? &st->slots[idx] : NULL;
 	if (xsk_token_ours(st, tok, *s))
 		return true;
-	return xsk_cfg_reread(st, &c) && nfsl_token_ours_cfg(tok, *s, &c);
+	if (xsk_cfg_reread(st, &c) && nfsl_token_ours_cfg(tok, *s, &c))
+		return true;
+	/* Under a key the domain retired: its payload is gone. Found, with
+	 * no slot: every caller takes that as stale. */
+	if (st->retired && nfsl_retired_any(st->retired) &&
+	    nfsl_token_retired(tok, st->retired, nfsl_now_ns())) {
+		*s = NULL;
+		return true;
+	}
+	return false;
 }
 
 int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,

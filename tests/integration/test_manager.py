@@ -504,6 +504,19 @@ def test_checkpoint_restore(rig, tmp_path):
         ck.stat().st_size and r["ns"] > 0, r
     assert ck.stat().st_mode & 0o777 == 0o600
 
+    # Whoever can write the file could mint tokens with its key: refused
+    # (before anything else is read), the fix named, as ssh does for keys.
+    ck.chmod(0o666)
+    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
+    assert cp.returncode == 1 and cp.stderr.strip() == (
+        f"nfslice: checkpoint {ck} is writable by group or others (mode 0666): "
+        f"chmod go-w {ck}"), describe(cp)
+    ck.chmod(0o600)
+    os.chown(ck, 65534, 65534)
+    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
+    assert cp.returncode == 1 and f"checkpoint {ck} is owned by uid 65534, not by " \
+        f"you (uid 0) or root" in cp.stderr and f"chown 0 {ck}" in cp.stderr, describe(cp)
+    os.chown(ck, 0, 0)
     cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
     assert cp.returncode == 1 and "holds " in cp.stderr, describe(cp)
     bad = tmp_path / "bad.ckpt"

@@ -238,12 +238,17 @@ def image_records(data):
     return out
 
 
-def adopt(lab, data, *args):
-    """`nfslice adopt` in the NIC with DATA (bytes) on its standard input;
-    (exit status, its JSON lines, stderr)."""
-    cp = subprocess.run(["ip", "netns", "exec", lab.ns("nic"), str(NFSLICE), "adopt",
-                         "--name", DOMAIN, *args], input=data, capture_output=True,
-                        timeout=60)
+def adopt(lab, data, *args, stdin=None):
+    """`nfslice adopt` in the NIC with DATA (bytes) on its standard input
+    (a pipe), or the file STDIN (a path) there; (exit status, its JSON
+    lines, stderr)."""
+    cmd = ["ip", "netns", "exec", lab.ns("nic"), str(NFSLICE), "adopt", "--name", DOMAIN,
+           *args]
+    if stdin is None:
+        cp = subprocess.run(cmd, input=data, capture_output=True, timeout=60)
+    else:
+        with open(stdin, "rb") as f:
+            cp = subprocess.run(cmd, stdin=f, capture_output=True, timeout=60)
     lines = [json.loads(x) for x in cp.stdout.decode().splitlines()]
     return cp.returncode, lines, cp.stderr.decode()
 
@@ -274,12 +279,24 @@ def test_adopt_protocol(nicrig, tmp_path):
     assert "CRC" in err or "crc" in err, err
     rc, lines, err = adopt(lab, framed[:100], "--threshold", "256")
     assert rc == 1 and len(lines) == 1 and "image" in err, (lines, err)
+    # An image file others could write is refused before "ready", the fix
+    # named (issue 17); one only root can write is read (below).
+    stale = recs[:4]
+    feed = tmp_path / "adopt.in"
+    feed.write_bytes(framed + b"".join(struct.pack("<II", i, g) for i, g in stale))
+    feed.chmod(0o646)
+    rc, lines, err = adopt(lab, None, "--threshold", "256", stdin=feed)
+    assert rc == 1 and lines == [] and err.strip() == (
+        f"nfslice: the checkpoint on standard input is writable by group or others "
+        f"(mode 0646): chmod go-w {feed}"), (lines, err)
+    os.chown(feed, 65534, 65534)
+    feed.chmod(0o600)
+    rc, lines, err = adopt(lab, None, "--threshold", "256", stdin=feed)
+    assert rc == 1 and lines == [] and "is owned by uid 65534" in err, (lines, err)
+    os.chown(feed, 0, 0)
     st = json.loads(must(lab.nfslice("nic", "status", "--name", DOMAIN, "--json")))
     assert st["threshold"] == 65535 and lab.stats("nic", DOMAIN)["slots_busy"] == 0
-    stale = recs[:4]
-    rc, lines, err = adopt(lab, framed + b"".join(struct.pack("<II", i, g)
-                                                  for i, g in stale),
-                           "--threshold", "256", "--wait", "300")
+    rc, lines, err = adopt(lab, None, "--threshold", "256", "--wait", "300", stdin=feed)
     assert rc == 0, err
     ready, started, done = lines
     assert ready["ready"] and ready["slots"] >= 65536, lines

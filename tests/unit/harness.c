@@ -135,6 +135,7 @@ void h_setup(void)
 	H.tpfx = bpf_map__fd(h_sl->maps.nfsl_tpfx);
 	H.tvlan = bpf_map__fd(h_sl->maps.nfsl_tvlan);
 	H.events = bpf_map__fd(h_sl->maps.nfsl_events);
+	H.retired = bpf_map__fd(h_sp->maps.nfsl_retired);
 	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 }
 
@@ -190,6 +191,11 @@ void h_reset(void)
 		cr_assert_eq(bpf_map_update_elem(H.parklog, &i, &none, BPF_ANY), 0);
 	}
 	cr_assert_eq(bpf_map_update_elem(H.mgr, &zero, &mgr, BPF_ANY), 0);
+	{
+		static struct nfsl_retired none_retired;
+
+		cr_assert_eq(bpf_map_update_elem(H.retired, &zero, &none_retired, BPF_ANY), 0);
+	}
 	/* Per-CPU values: one 8-byte aligned value per possible CPU. */
 	memset(cnt, 0, sizeof(cnt));
 	memset(cur, 0, sizeof(cur));

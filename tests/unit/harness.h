@@ -47,6 +47,7 @@ struct harness {
 	int parklog, mgr; /* the slicer's park log and mgr_counters */
 	int tcursor, tcnt, tpfx, tvlan; /* the slicer's tenant maps */
 	int events; /* the drop events ring buffer (slicer and splicer) */
+	int retired; /* the splicer's retired keys (struct nfsl_retired) */
 	int ifindex; /* device of the splicer's skb; 0: loopback */
 	int if_in, if_out; /* ingress and egress domain interfaces */
 	struct nfsl_config cfg; /* as last written */

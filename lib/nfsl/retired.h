@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Retired keys of a domain (issue 17 §1.2; struct nfsl_retired,
+ * include/nfsl_structs.h). A header an NF holds across a key change (a
+ * detach and attach under the same name, a restore of another checkpoint,
+ * the end of a drain or copy-mode migration) carries a token under a key
+ * the domain no longer uses. Without this list the splicer would take it
+ * for outside traffic and send it on truncated; with it the header is
+ * dropped as stale for a grace period (nfsl_retire_grace_ms).
+ *
+ * The list is one pinned map per (network namespace, domain name),
+ * <bpffs>/nfslice/@retired/ns<cookie>-<name>, outside the domain's
+ * directory so that it outlives a detach: the splicers of the domain use it
+ * (bpf/splicer.bpf.c, lib/xsk/splice.c), and the next attach under the same
+ * name in the same namespace reuses it. Namespace cookies are never
+ * reused, so a list is never found by a namespace it was not made in.
+ * nfsl_retired_prune removes lists whose every grace period ended and
+ * whose domain is gone (attach, detach and gc call it).
+ */
+#ifndef NFSL_RETIRED_H
+#define NFSL_RETIRED_H
+
+#include <stddef.h>
+#include "nfsl_structs.h"
+
+/* Directory of the lists, under <bpffs>/nfslice. ('@' is no domain name
+ * character: nfsl_name_check.) */
+#define NFSL_RETIRED_DIR "@retired"
+
+/*
+ * nfsl_retired_path - pin path of the list of the domain whose pin
+ * directory is @dir (<bpffs>/nfslice/ns<cookie>/<name>). Returns 0,
+ * -EINVAL when @dir is not of that form, -ENAMETOOLONG.
+ */
+int nfsl_retired_path(char *buf, size_t len, const char *dir);
+
+/* mkdir of <bpffs>/nfslice/@retired for the domain at @dir (a map can be
+ * pinned there). Returns 0 or -errno. */
+int nfsl_retired_mkdir(const char *dir);
+
+/*
+ * nfsl_retire_grace_ms - how long a key retired from @cfg's domain is
+ * recognised, in ms: the longer of NFSL_RETIRE_GRACE_MS (60 s, NFs that hold
+ * headers for seconds) and the domain's TTL (a header may be held as long
+ * as its payload may be parked).
+ */
+__u64 nfsl_retire_grace_ms(const struct nfsl_config *cfg);
+
+/*
+ * nfsl_retire_key - add @key to the retired list of the domain at @dir,
+ * recognised for @grace_ms from now (a key already there gets the later
+ * end). The list is created and pinned if it does not exist yet. A zero key
+ * (a wiped key_old) is ignored. With every entry live, the one whose grace
+ * ends first is replaced. Returns 0 or -errno (-EPROTO: the pinned list has
+ * another build's layout).
+ */
+int nfsl_retire_key(const char *dir, const __u64 key[2], __u64 grace_ms);
+
+/*
+ * nfsl_retire_domain_keys - nfsl_retire_key of the key and, while it is
+ * honoured, the key_old of @cfg, the configuration of the domain at @dir,
+ * for nfsl_retire_grace_ms(@cfg). Returns 0 or the first -errno.
+ */
+int nfsl_retire_domain_keys(const char *dir, const struct nfsl_config *cfg);
+
+/*
+ * nfsl_retired_prune - unlink every list whose grace periods all ended and
+ * whose domain is not attached, then the directory if it is empty.
+ * Returns how many lists were removed, or -errno.
+ */
+int nfsl_retired_prune(void);
+
+#endif /* NFSL_RETIRED_H */

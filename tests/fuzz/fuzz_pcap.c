@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target: the pcap files of nfslice-pktgen --pcap
+ * (pktgen/pcap.c: pg_pcap_load; docs/pktgen.md). The first byte picks the
+ * largest frame (64 + byte x 12 bytes, as the MTU sets it), the rest is
+ * the file.
+ */
+#include <stdarg.h>
+
+#include "fuzz.h"
+#include "pg.h"
+
+/* pcap.c's messages go through nfsl_msg (lib/util/cli.c): formatted here,
+ * not printed, so that a run is not its messages. */
+int nfsl_msg(const char *prefix, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pg_pcap p;
+	char path[64];
+	double avg = 0;
+	__u32 max;
+	int fd;
+
+	if (!size)
+		return 0;
+	max = 64 + data[0] * 12;
+	fd = fuzz_file(data + 1, size - 1, path, sizeof(path));
+	if (fd < 0)
+		return 0;
+	if (!pg_pcap_load(path, max, &p, &avg)) {
+		fuzz_check(p.n >= 1 && p.n <= PG_PCAP_MAX);
+		for (__u32 i = 0; i < p.n; i++)
+			fuzz_check(p.frames[i].len >= 14 && p.frames[i].len <= max &&
+				   p.frames[i].len <= PKTGEN_MAX_FRAME);
+		fuzz_check(avg >= 14 && avg <= max);
+	} else {
+		fuzz_check(!p.frames && !p.n);
+	}
+	free(p.frames);
+	close(fd);
+	return 0;
+}
