@@ -71,9 +71,21 @@ int nfsl_nf_neigh_mac(const struct nfsl_nf_neigh *t, __u32 ip, unsigned int dev,
 
 /* --------------------------------------------------------------------- */
 
+/* How often worker 0 reads the neighbour table again for a viaD= next
+ * hop: a gateway that changes its MAC (a failover) is followed within it. */
+#define FWD_REFRESH_NS 1000000000ull
+
 struct fwd_shared {
-	__u8 dst[2][6]; /* next hop of each device */
-	__u8 src[2][6]; /* each device's own MAC */
+	/* Next hop of each device: its MAC in the low 6 bytes (memory
+	 * order), read and written whole with atomics, since worker 0 may
+	 * rewrite it (refresh) while the others send. */
+	__u64 dst[2];
+	__u8 src[2][6];     /* each device's own MAC */
+	__u32 via[2];       /* viaD= (network order); 0: macD= given */
+	const char *devs[2];
+	char neigh[256];    /* neighbour table file; "": /proc/net/arp */
+	__u64 next_ns;      /* worker 0's next refresh (ctx->now_ns) */
+	unsigned int ndevs;
 };
 
 struct fwd_worker {
@@ -171,7 +183,7 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 			goto fail;
 		}
 		if (mac) {
-			if (parse_mac(mac, sh->dst[d])) {
+			if (parse_mac(mac, (__u8 *)&sh->dst[d])) {
 				snprintf(err, errlen, "%s=%s: give a MAC as 02:00:00:00:00:01",
 					 kmac, mac);
 				goto fail;
@@ -194,7 +206,8 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 			}
 			rc = -EINVAL;
 		}
-		if (nfsl_nf_neigh_mac(nt, a.s_addr, d, sh->dst[d])) {
+		sh->via[d] = a.s_addr;
+		if (nfsl_nf_neigh_mac(nt, a.s_addr, d, (__u8 *)&sh->dst[d])) {
 			rc = -ENOENT;
 			snprintf(err, errlen, "%s=%s: no neighbour %s on %s: make the kernel "
 				 "resolve it first (ping -c1 %s) or give %s=MAC", kvia, via,
@@ -203,12 +216,48 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 		}
 	}
 	free(nt);
+	sh->ndevs = conf->ndevs;
+	for (unsigned int d = 0; d < conf->ndevs; d++)
+		sh->devs[d] = conf->devs[d];
+	snprintf(sh->neigh, sizeof(sh->neigh), "%s", opt(conf, "neigh") ?: "");
+	sh->next_ns = 0;
 	*shared = sh;
 	return 0;
 fail:
 	free(nt);
 	free(sh);
 	return rc;
+}
+
+/* Worker 0, once a FWD_REFRESH_NS: the viaD= next hops' MACs from the
+ * neighbour table again (an entry gone or incomplete keeps the last MAC).
+ * Returns how many changed. */
+static unsigned int fwd_refresh(struct fwd_shared *sh, __u64 now)
+{
+	struct nfsl_nf_neigh *nt;
+	unsigned int changed = 0;
+
+	if (now < sh->next_ns || (!sh->via[0] && !sh->via[1]))
+		return 0;
+	sh->next_ns = now + FWD_REFRESH_NS;
+	nt = malloc(sizeof(*nt));
+	if (!nt || nfsl_nf_neigh_load(nt, sh->neigh[0] ? sh->neigh : NULL, sh->devs,
+				      sh->ndevs)) {
+		free(nt);
+		return 0;
+	}
+	for (unsigned int d = 0; d < sh->ndevs; d++) {
+		__u64 mac = 0;
+
+		if (!sh->via[d] || nfsl_nf_neigh_mac(nt, sh->via[d], d, (__u8 *)&mac))
+			continue;
+		if (mac != __atomic_load_n(&sh->dst[d], __ATOMIC_RELAXED)) {
+			__atomic_store_n(&sh->dst[d], mac, __ATOMIC_RELAXED);
+			changed++;
+		}
+	}
+	free(nt);
+	return changed;
 }
 
 static void fwd_fini(void *shared)
@@ -279,8 +328,11 @@ static void fwd_burst(void *shared, void *mine, struct nfsl_nf_pkt *p, unsigned 
 	struct fwd_worker *me = mine;
 	struct nfsl_nf_fwd_counters d = {};
 
+	if (ctx->worker == 0)
+		d.next_hop_changed += fwd_refresh(sh, ctx->now_ns);
 	for (unsigned int i = 0; i < n; i++) {
 		struct nfsl_pkt pk;
+		__u64 mac;
 		__u16 out;
 
 		if (p[i].out == NFSL_NF_DROP)
@@ -296,7 +348,8 @@ static void fwd_burst(void *shared, void *mine, struct nfsl_nf_pkt *p, unsigned 
 			continue;
 		}
 		out = ctx->ndevs == 2 ? p[i].in ^ 1 : p[i].in;
-		memcpy(p[i].data, sh->dst[out & 1], 6);
+		mac = __atomic_load_n(&sh->dst[out & 1], __ATOMIC_RELAXED);
+		memcpy(p[i].data, &mac, 6);
 		memcpy(p[i].data + 6, sh->src[out & 1], 6);
 		p[i].out = out;
 		d.forwarded++;

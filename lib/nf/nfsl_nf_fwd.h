@@ -11,8 +11,10 @@
  *
  * One next hop per device (a point-to-point link, or the default gateway
  * of a one-armed router): fwd.macD=MAC, or fwd.viaD=IPv4, whose MAC comes
- * from the kernel's neighbour table (/proc/net/arp) when nfslice-nf starts.
- * A FIB lookup per destination is out of scope: the next hop is given.
+ * from the kernel's neighbour table (/proc/net/arp) when nfslice-nf starts
+ * and again every second (worker 0, between bursts), so a gateway that
+ * changes its MAC is followed. A FIB lookup per destination is out of
+ * scope: the next hop is given.
  *
  * The neighbour table also tells l2fwd (basic.c) when a frame it forwards
  * cannot reach anyone: on two devices it sends a frame out of one addressed
@@ -29,7 +31,9 @@
 #define NFSL_NF_FWD_COUNTERS(X)                                               \
 	X(forwarded)    /* sent to the next hop, TTL decremented */           \
 	X(ttl_exceeded) /* TTL / hop limit 1 or 0: dropped (RFC 1812) */      \
-	X(not_ip)       /* not IP UDP/TCP to nfsl_parse(): dropped */
+	X(not_ip)       /* not IP UDP/TCP to nfsl_parse(): dropped */          \
+	X(next_hop_changed) /* a viaD= next hop's MAC changed in the neighbour \
+			     * table, read again every second */
 
 struct nfsl_nf_fwd_counters {
 #define NFSL_X_FIELD(name) __u64 name;

@@ -282,3 +282,48 @@ Test(nf_fwd, l2fwd_counts_frames_that_reach_nobody)
 	nfsl_nf_l2fwd.fini(sh);
 	unlink(nb + 6);
 }
+
+Test(nf_fwd, via_refreshed_every_second)
+{
+	char nb[64];
+	const char *kv[] = { "via0=10.223.1.2", "mac1=02:23:02:00:00:02", nb, NULL };
+	struct nfsl_nf_ctx ctx = { .ndevs = 2, .nworkers = 1, .now_ns = 5000000000ull };
+	static const __u8 NEW[6] = { 0x02, 0x23, 0x09, 0, 0, 0x02 };
+	__u8 f[128];
+	struct nfsl_nf_pkt p = { .data = f, .len = frame4(f, D0, SINK, 64), .in = 1 };
+	const char *path = neigh_file();
+	char err[256];
+	void *sh, *me;
+	FILE *fp;
+
+	snprintf(nb, sizeof(nb), "neigh=%s", path);
+	cr_assert_eq(init(&nfsl_nf_fwd, &sh, kv, err), 0, "%s", err);
+	me = nfsl_nf_fwd.worker(sh, 0, 1);
+	nfsl_nf_fwd.burst(sh, me, &p, 1, &ctx);
+	cr_assert_arr_eq(f, GEN, 6);
+	/* the gateway's MAC changes (a failover) */
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fprintf(fp, "IP address       HW type     Flags       HW address            Mask     Device\n"
+		    "10.223.1.2       0x1         0x2         02:23:09:00:00:02     *        lo\n");
+	fclose(fp);
+	ctx.now_ns += 500000000ull; /* half a second: not yet */
+	p.len = frame4(f, D0, SINK, 64);
+	nfsl_nf_fwd.burst(sh, me, &p, 1, &ctx);
+	cr_assert_arr_eq(f, GEN, 6);
+	ctx.now_ns += 500000000ull; /* a second after the last read */
+	p.len = frame4(f, D0, SINK, 64);
+	nfsl_nf_fwd.burst(sh, me, &p, 1, &ctx);
+	cr_assert_arr_eq(f, NEW, 6, "the new MAC");
+	cr_assert_eq(counter(&nfsl_nf_fwd, me, "next_hop_changed"), 1);
+	/* the entry gone: the last MAC stays */
+	fp = fopen(path, "w");
+	fclose(fp);
+	ctx.now_ns += 1000000000ull;
+	p.len = frame4(f, D0, SINK, 64);
+	nfsl_nf_fwd.burst(sh, me, &p, 1, &ctx);
+	cr_assert_arr_eq(f, NEW, 6);
+	nfsl_nf_fwd.worker_fini(me);
+	nfsl_nf_fwd.fini(sh);
+	unlink(path);
+}
