@@ -119,7 +119,8 @@
 #define NFSL_CFG_KEY_OLD 0x4
 
 /* Size of the drop events ring buffer, bytes (a power of 2 and a multiple
- * of the page size): 4096 events of 64 B + 8 B header. */
+ * of the page size): 3640 events of 64 B + 8 B header (docs/format.md
+ * "Drop events"; tests/integration/test_docs.py checks the count). */
 #define NFSL_EVENTS_BYTES (256 * 1024)
 
 /* Tenant flags (config tenant_flags). */

@@ -190,7 +190,8 @@ out:
 
 #define OFF(f) offsetof(struct adopt_opts, f)
 static const struct nfsl_opt adopt_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "the domain, attached holding by the migration (default: default)" },
 	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535, .metavar = "BYTES",
 	  .help = "slice frames of this size or more once the copy is in (required)" },

@@ -401,7 +401,7 @@ static int lock_domains(void)
 	int fd = nfsl_domains_lock();
 
 	if (fd < 0)
-		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-fd));
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(fd));
 	return fd < 0 ? -1 : fd;
 }
 
@@ -650,7 +650,7 @@ static int run_attach(void *o, int argc, char **argv)
 	if (lock < 0)
 		return -1;
 	err = -1;
-	if (!access(dir, F_OK)) {
+	if (!faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS)) {
 		nfsl_err("domain '%s' is already attached in this network namespace "
 			 "(pins in %s); detach it first: nfslice detach --name %s",
 			 opt->name, dir, opt->name);
@@ -666,6 +666,7 @@ static int run_attach(void *o, int argc, char **argv)
 		nfsl_err("--slots %u is too small: each of the %d CPUs allocates "
 			 "from its own partition, so give at least %d",
 			 opt->slots, ncpus, ncpus);
+		usage = true;
 		goto out;
 	}
 
@@ -686,8 +687,15 @@ static int run_attach(void *o, int argc, char **argv)
 		nfsl_err("--slots %u is too small: each of the %d CPUs splits its share "
 			 "among the domain interfaces and each NF port, so give at "
 			 "least %u", opt->slots, ncpus, ncpus * (1 + count_nf_ports(&cfg)));
+		usage = true;
 		goto out;
 	}
+	/* Every partition gets as many slots: the rest of --slots is not
+	 * used (as --help says), and said here. */
+	if (cfg.slots != opt->slots)
+		fprintf(stderr, "nfslice: note: --slots %u rounded down to %u: %u partitions "
+			"(%d CPUs x %u) of %u slots each\n", opt->slots, cfg.slots,
+			cfg.ncpus * cfg.nparts, ncpus, cfg.nparts, cfg.part_slots);
 	/* Tenants are in the config before the first slicer runs: their
 	 * number and regions are fixed from the first packet on; their rules
 	 * go into the slicer's maps once it has made them (below). */
@@ -822,7 +830,7 @@ int nfsl_detach_locked(const char *name, bool no_drain)
 	int err;
 
 	err = nfsl_domain_open(&d, name);
-	if (err == -ENOENT && d.dir[0] && !access(d.dir, F_OK)) {
+	if (err == -ENOENT && d.dir[0] && !faccessat(AT_FDCWD, d.dir, F_OK, AT_EACCESS)) {
 		/* Half-made domain (attach killed before its config): no
 		 * program was attached yet; remove its pins. */
 		remove_pins(d.dir);
@@ -970,14 +978,17 @@ out_unlock:
 }
 
 static const struct nfsl_opt attach_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct attach_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct attach_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default); one namespace's names are its own" },
 	{ "threshold", NFSL_OPT_U32, offsetof(struct attach_opts, threshold), 0, 65535,
 	  .metavar = "BYTES", .help = "slice frames of at least BYTES bytes (default 256)" },
 	{ "keep", NFSL_OPT_U32, offsetof(struct attach_opts, keep), 0, NFSL_KEEP_MAX,
 	  .metavar = "BYTES", .help = "payload bytes left after the L4 header (default 0, max 192)" },
 	{ "slots", NFSL_OPT_U32, offsetof(struct attach_opts, slots), 1, NFSL_MAX_SLOTS,
-	  .metavar = "N", .help = "store slots of 2 KiB, split among CPUs (default 4096)" },
+	  .metavar = "N",
+	  .help = "store slots of 2 KiB (default 4096), split into CPUs x (1 + NF ports) "
+		  "equal partitions: rounded down to a multiple of their number" },
 	{ "expiry", NFSL_OPT_U32, offsetof(struct attach_opts, expiry), 1, NFSL_MAX_EXPIRY,
 	  .metavar = "N", .help = "allocator wrap-arounds a busy slot survives (default 2)" },
 	{ "ttl", NFSL_OPT_U32, offsetof(struct attach_opts, ttl), 0, NFSL_MAX_TTL_MS,
@@ -1042,12 +1053,14 @@ static const char *const detach_defaults = "default";
 static const struct detach_opts detach_opt_defaults = { .name = "default" };
 
 static const struct nfsl_opt repair_table[] = {
-	{ "name", NFSL_OPT_STR, 0, .metavar = "NAME", .help = "domain name (default: default)" },
+	{ "name", NFSL_OPT_STR, 0,
+	  .check = nfsl_name_opt_check, .metavar = "NAME", .help = "domain name (default: default)" },
 	{ NULL },
 };
 
 static const struct nfsl_opt detach_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct detach_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct detach_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "no-drain", NFSL_OPT_FLAG, offsetof(struct detach_opts, no_drain),
 	  .help = "take the splicers off right after the slicers, without waiting for "

@@ -4,6 +4,7 @@
  * configuration to a file and back (lib/nfsl/ckpt.h; issue 10 §7).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,7 +67,7 @@ static int run(void *p, bool save)
 		return nfsl_err("--file PATH is required: where the checkpoint %s",
 				save ? "goes" : "is"), NFSL_EXIT_USAGE;
 	rc = nfsl_domain_dir(dir, sizeof(dir), o->name);
-	if (!rc && access(dir, F_OK))
+	if (!rc && faccessat(AT_FDCWD, dir, F_OK, AT_EACCESS))
 		rc = -ENOENT;
 	if (rc)
 		return nfsl_err_domain(rc, o->name);
@@ -91,7 +92,8 @@ static int run_restore(void *p, int argc, char **argv)
 
 #define OFF(f) offsetof(struct ckpt_opts, f)
 static const struct nfsl_opt ckpt_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "file", NFSL_OPT_STR, OFF(file), .metavar = "PATH",
 	  .help = "the checkpoint file (required)" },

@@ -181,7 +181,8 @@ out:
 
 #define OFF(f) offsetof(struct events_opts, f)
 static const struct nfsl_opt events_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "count", NFSL_OPT_U32, OFF(count), 1, UINT32_MAX, .metavar = "N",
 	  .help = "stop after N events (default: no limit)" },

@@ -154,7 +154,8 @@ out_domain:
 }
 
 static const struct nfsl_opt evict_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct evict_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct evict_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "ttl", NFSL_OPT_U32, offsetof(struct evict_opts, ttl), 1, NFSL_MAX_TTL_MS,
 	  .metavar = "MS",

@@ -431,7 +431,7 @@ static int run_gc(void *o, int argc, char **argv)
 	/* Under the lock: no attach or detach changes the pins meanwhile. */
 	lock = nfsl_domains_lock();
 	if (lock < 0)
-		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(lock));
 	if (prepare(&v, &n, &l)) {
 		close(lock);
 		return -1;

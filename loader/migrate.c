@@ -138,7 +138,7 @@ static int switch_lock(__u64 *wait_ns)
 
 	*wait_ns = nfsl_now_ns() - t0;
 	if (lock < 0)
-		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(lock));
 	return lock;
 }
 
@@ -825,7 +825,8 @@ static int run_migrate(void *p, int argc, char **argv)
 
 #define OFF(f) offsetof(struct migrate_opts, f)
 static const struct nfsl_opt migrate_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name, here and in the target (default: default)" },
 	{ "to", NFSL_OPT_STR, OFF(to), .metavar = "NETNS|ssh://HOST",
 	  .help = "where the new instance goes: a namespace (a name under /run/netns, or a "

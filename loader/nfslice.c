@@ -15,6 +15,7 @@
 
 #include "nfslice.h"
 #include "domain.h"
+#include "json_writer.h"
 #include "version.h"
 
 static const struct nfsl_cmd *const cmds[] = {
@@ -30,14 +31,15 @@ int nfsl_bpffs_state;
 int nfsl_err_domain(int err, const char *name)
 {
 	if (err == -EINVAL)
-		return nfsl_err("invalid domain name '%s': use 1-63 letters, digits, '_', '-' or '.'",
-				name);
+		return nfsl_err("invalid domain name '%s': " NFSL_NAME_RULE, name);
 	if (err == -ENOMEDIUM && nfsl_bpffs_state == -EACCES)
 		return nfsl_err("no bpffs at %s in this mount namespace, and PID 1's "
 				"(/proc/1/ns/mnt) cannot be read to find the host's: run "
 				"nfslice in the host's mount namespace (nsenter "
-				"--net=/run/netns/NS nfslice ..., or as a service) or set "
-				"NFSLICE_BPFFS to a bpffs that outlives this command",
+				"--net=/run/netns/NS nfslice ..., or as a service), set "
+				"NFSLICE_BPFFS to a bpffs that outlives this command, or, "
+				"as a user other than root, add CAP_SYS_PTRACE (reads "
+				"PID 1's) and CAP_SYS_CHROOT (enters it)",
 				nfsl_bpffs());
 	if (err == -ENOMEDIUM)
 		return nfsl_err("no bpffs at %s; mount it in the host's mount namespace "
@@ -48,6 +50,11 @@ int nfsl_err_domain(int err, const char *name)
 				"(attach one with: nfslice attach --name %s IFACE...; "
 				"nfslice list shows the domains of every namespace)",
 				name, name);
+	if (err == -EACCES || err == -EPERM)
+		return nfsl_err("domain '%s' is attached, but its pins cannot be opened: %s "
+				"(" NFSL_DAC_WHY "): run nfslice as root, or give this user "
+				"CAP_DAC_OVERRIDE besides CAP_BPF, CAP_NET_ADMIN and "
+				"CAP_SYS_ADMIN", name, strerror(-err));
 	if (err == -EPROTO)
 		return nfsl_err("domain '%s' was attached by an nfslice whose maps have another "
 				"layout than this one's: use the nfslice that attached it (its "
@@ -56,17 +63,27 @@ int nfsl_err_domain(int err, const char *name)
 	return nfsl_err("cannot open domain '%s': %s", name, strerror(-err));
 }
 
-/* Refuse a command whose capabilities are missing, naming them. */
+/* Refuse a command whose capabilities are missing, naming them. A user
+ * other than root also needs CAP_DAC_OVERRIDE: what nfslice opens is
+ * root's (NFSL_DAC_WHY). */
 static int check_caps(const struct nfsl_cmd *cmd)
 {
-	char names[128];
+	unsigned long long need = cmd->caps, missing;
+	bool dac = geteuid() != 0;
+	char names[160];
 
-	if (!nfsl_caps_missing(cmd->caps, names, sizeof(names)))
+	if (dac)
+		need |= NFSL_CAP(CAP_DAC_OVERRIDE);
+	missing = nfsl_caps_missing(need, names, sizeof(names));
+	if (!missing)
 		return 0;
-	return nfsl_msg("", "nfslice %s: missing capabilit%s %s (%s); run it as root "
+	dac = dac && (missing & NFSL_CAP(CAP_DAC_OVERRIDE));
+	return nfsl_msg("", "nfslice %s: missing capabilit%s %s (%s%s%s); run it as root "
 			"(e.g. with sudo) or with these capabilities (systemd: "
-			"AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN)",
-			cmd->name, strchr(names, ',') ? "ies" : "y", names, cmd->caps_why);
+			"AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN%s)",
+			cmd->name, strchr(names, ',') ? "ies" : "y", names, cmd->caps_why,
+			dac ? "; CAP_DAC_OVERRIDE " : "", dac ? NFSL_DAC_WHY : "",
+			dac ? " CAP_DAC_OVERRIDE with User=" : "");
 }
 
 static const char *const env[] = {
@@ -89,13 +106,17 @@ static const struct nfsl_prog prog = {
 		"Commands run with capabilities, not as a user: attach, detach, repair,\n"
 		"upgrade and migrate need CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN;\n"
 		"status, list, gc, set, checkpoint, restore and evict CAP_BPF and\n"
-		"CAP_SYS_ADMIN; stats CAP_BPF. With --json, an error is one\n"
+		"CAP_SYS_ADMIN; stats CAP_BPF. A user other than root also needs\n"
+		"CAP_DAC_OVERRIDE (the lock file and the pins are root's, mode 0600),\n"
+		"and through ip netns exec CAP_SYS_PTRACE and CAP_SYS_CHROOT (to find\n"
+		"and enter the host's mount namespace). With --json, an error is one\n"
 		"JSON object on stdout, {\"error\": MESSAGE, \"code\": EXIT STATUS},\n"
-		"and nothing goes to stderr but notes and library warnings.",
+		"and nothing goes to stderr but notes and warnings (a command that\n"
+		"succeeds never prints an error object).",
 	.exit_status =
 		"  0  success (status: the domain is whole)\n"
 		"  1  failure: the message says what failed and how to fix it\n"
-		"  2  bad usage (unknown command or option, bad value): nothing was done\n"
+		"  2  bad usage (unknown command or option, bad value or name): nothing was done\n"
 		"  3  status only: the domain is damaged (a slicer or splicer missing,\n"
 		"     or an interface gone); nfslice repair restores missing programs",
 	.env = env,
@@ -120,7 +141,33 @@ static int unknown_cmd(const char *name, bool json)
 	return NFSL_EXIT_USAGE;
 }
 
-/* nfslice help [COMMAND]: the help of the program or of COMMAND. */
+/* nfslice version [--json], -V, --version: as bpftool's (one line, or
+ * one JSON object). */
+static int version(int argc, char **argv, bool json)
+{
+	struct json_writer w;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json")) {
+			nfsl_err("version: unexpected argument '%s'; usage: nfslice version "
+				 "[--json]", argv[i]);
+			return NFSL_EXIT_USAGE;
+		}
+	}
+	if (!json) {
+		nfsl_print_version(prog.name, stdout);
+		return 0;
+	}
+	jsonw_init(&w, stdout);
+	jsonw_start_object(&w);
+	jsonw_string_field(&w, "name", prog.name);
+	jsonw_string_field(&w, "version", nfsl_version());
+	jsonw_end_object(&w);
+	return 0;
+}
+
+/* nfslice help [COMMAND]: the help of the program or of COMMAND
+ * ('help help' and 'help version' included, as bpftool's). */
 static int help(int argc, char **argv, bool json)
 {
 	const struct nfsl_cmd *cmd;
@@ -133,6 +180,18 @@ static int help(int argc, char **argv, bool json)
 		nfsl_err("help: unexpected argument '%s'; usage: nfslice help [COMMAND]",
 			 argv[3]);
 		return NFSL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[2], "help")) {
+		printf("Usage: nfslice help [COMMAND]\n\n"
+		       "Show the usage of nfslice (its commands, exit status and\n"
+		       "environment), or of COMMAND: the same as 'nfslice COMMAND --help'.\n");
+		return 0;
+	}
+	if (!strcmp(argv[2], "version")) {
+		printf("Usage: nfslice version [--json]\n\n"
+		       "Show nfslice's version (also: nfslice -V, nfslice --version);\n"
+		       "with --json as one object {\"name\", \"version\"}.\n");
+		return 0;
 	}
 	cmd = find_cmd(argv[2]);
 	if (!cmd)
@@ -157,10 +216,9 @@ static int run(int argc, char **argv, bool json)
 	}
 	if (!strcmp(argv[1], "help"))
 		return help(argc, argv, json);
-	if (!strcmp(argv[1], "--version")) {
-		nfsl_print_version(prog.name, stdout);
-		return 0;
-	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "--version"))
+		return version(argc, argv, json);
 	/* Hidden: what make install generates. */
 	if (!strcmp(argv[1], "--man")) {
 		nfsl_man(&prog, stdout);

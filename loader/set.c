@@ -224,6 +224,32 @@ static int set_tenants(const struct set_opts *o, const char *dir)
 	return report(o, rc, &cfg, err);
 }
 
+/* What the command line alone tells: the form of every --quota
+ * NAME=Q, before the domain is opened. Nonzero after a message. */
+static int check_set(const void *p)
+{
+	const struct set_opts *o = p;
+	char buf[512], *save = NULL, *tok;
+	struct nfsl_quota q;
+
+	if (!o->quota)
+		return 0;
+	if (strlen(o->quota) >= sizeof(buf))
+		return nfsl_err("--quota: too long (at most %zu characters)", sizeof(buf) - 1);
+	snprintf(buf, sizeof(buf), "%s", o->quota);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+
+		if (!v || v == tok)
+			return nfsl_err("--quota '%s' is not valid: give NAME=Q, NAME a tenant "
+					"(nfslice tenants lists them)", tok);
+		if (nfsl_quota_parse(v + 1, &q))
+			return nfsl_err("--quota %s is not valid: give N%% of each partition "
+					"(0-100) or N slots of the store", tok);
+	}
+	return 0;
+}
+
 static int run_set(void *p, int argc, char **argv)
 {
 	const struct set_opts *o = p;
@@ -268,7 +294,8 @@ static int run_set(void *p, int argc, char **argv)
 
 #define OFF(f) offsetof(struct set_opts, f)
 static const struct nfsl_opt set_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535, .metavar = "BYTES",
 	  .help = "slice frames of at least BYTES bytes from the next packet on" },
@@ -325,6 +352,7 @@ const struct nfsl_cmd nfsl_cmd_set = {
 	.caps_why = "CAP_BPF opens and writes the pinned config, CAP_SYS_ADMIN enters "
 		    "the host's mount namespace",
 	.opts = set_table,
+	.check = check_set,
 	.run = run_set,
 	.opts_size = sizeof(struct set_opts),
 	.defaults = &set_defaults,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* nfslice status / stats: what a domain is attached to, and its counters. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@ struct show_opts {
 	const char *name;
 	bool json;
 	__u32 interval; /* seconds, 0 = print once */
-	__u32 count;    /* intervals to print, 0 = until interrupted */
+	__u32 count;    /* prints in all, the first included; 0 = until interrupted */
 };
 
 static const struct show_opts show_defaults = { .name = "default" };
@@ -32,7 +33,7 @@ static bool show_pin(const char *dir, size_t i)
 	if (i < NFSL_NR_DOMAIN_PINS_ALWAYS)
 		return true;
 	snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
-	return !access(path, F_OK);
+	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
 }
 
 const char *nfsl_health_ifname(const struct nfsl_health *h,
@@ -356,7 +357,8 @@ static int run_stats(void *o, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = nfsl_now_ns() / 1e9;
-	for (__u32 n = 0; !stop && (!opt->count || n < opt->count); n++) {
+	/* --count is every print, the first included (as vmstat's). */
+	for (__u32 n = 1; !stop && (!opt->count || n < opt->count); n++) {
 		memcpy(prev, cur, sizeof(cur));
 		sleep(opt->interval);
 		if (stop)
@@ -373,7 +375,8 @@ out:
 }
 
 static const struct nfsl_opt status_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct show_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct show_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, offsetof(struct show_opts, json),
 	  .help = "print one JSON object" },
@@ -381,16 +384,30 @@ static const struct nfsl_opt status_table[] = {
 };
 
 static const struct nfsl_opt stats_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct show_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct show_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, offsetof(struct show_opts, json),
 	  .help = "print one JSON object (one per line with --interval)" },
 	{ "interval", NFSL_OPT_U32, offsetof(struct show_opts, interval), 1, 3600,
 	  .metavar = "SECONDS", .help = "print again every SECONDS, with rates in 1/s" },
 	{ "count", NFSL_OPT_U32, offsetof(struct show_opts, count), 1, 1000000,
-	  .metavar = "N", .help = "with --interval: stop after N more prints" },
+	  .metavar = "N", .help = "with --interval: stop after N prints, the first included "
+				  "(default: until SIGINT)" },
 	{ NULL },
 };
+
+/* --count alone would print once and ignore N: refuse it. */
+static int check_stats(const void *o)
+{
+	const struct show_opts *opt = o;
+
+	if (opt->count && !opt->interval)
+		return nfsl_msg("", "nfslice stats: --count %u needs --interval SECONDS "
+				"(e.g. --interval 1 --count %u: %u prints a second apart)",
+				opt->count, opt->count, opt->count);
+	return 0;
+}
 
 const struct nfsl_cmd nfsl_cmd_status = {
 	.name = "status",
@@ -433,6 +450,7 @@ const struct nfsl_cmd nfsl_cmd_stats = {
 	.caps = NFSL_CAP(CAP_BPF),
 	.caps_why = "CAP_BPF opens the pinned maps",
 	.opts = stats_table,
+	.check = check_stats,
 	.run = run_stats,
 	.opts_size = sizeof(struct show_opts),
 	.defaults = &show_defaults,

@@ -104,7 +104,8 @@ out:
 
 #define OFF(f) offsetof(struct tenants_opts, f)
 static const struct nfsl_opt tenants_table[] = {
-	{ "name", NFSL_OPT_STR, OFF(name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, OFF(name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, OFF(json), .help = "print one JSON object" },
 	{ NULL },

@@ -155,7 +155,7 @@ static int run_upgrade(void *p, int argc, char **argv)
 	t[0] = nfsl_now_ns();
 	lock = nfsl_domains_lock();
 	if (lock < 0)
-		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		return nfsl_err("cannot lock %s: %s", NFSL_LOCK_FILE, nfsl_lock_strerror(lock));
 	t[4] = nfsl_now_ns();
 	err = nfsl_domain_open(&d, name);
 	if (err) {
@@ -246,7 +246,8 @@ out_unlock:
 static const struct upgrade_opts upgrade_defaults = { .name = "default" };
 
 static const struct nfsl_opt upgrade_table[] = {
-	{ "name", NFSL_OPT_STR, offsetof(struct upgrade_opts, name), .metavar = "NAME",
+	{ "name", NFSL_OPT_STR, offsetof(struct upgrade_opts, name),
+	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, offsetof(struct upgrade_opts, json),
 	  .help = "print the programs replaced and each step's time (lock_ns, load_ns, "

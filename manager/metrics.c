@@ -5,15 +5,20 @@
  * thread. Each scrape reads the pins afresh, so what it shows is what
  * `nfslice stats` shows at that moment: every datapath counter, the store
  * occupancy and the configuration of every domain on the host, labelled
- * with the domain's netns cookie and name (docs/manager.md "Metrics").
+ * with its network namespace (the name it has under /run/netns, "" when
+ * none, and its cookie) and the domain's name (docs/manager.md "Metrics").
+ * Prometheus' conventions (prometheus.io/docs/practices/naming): base
+ * units (seconds, bytes) in the name, counters ending in _total.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <microhttpd.h>
 
 #include "nfsliced.h"
@@ -63,6 +68,7 @@ static void family(struct text *t, const char *name, const char *type, const cha
  * wants one family's samples together). */
 struct dom {
 	struct nfsl_dom_entry e;
+	char netns[2 * NAME_MAX + 1]; /* its name under /run/netns, escaped; "" none */
 	struct nfsl_domain d;
 	struct nfsl_counters c;
 	struct nfsl_mgr_counters m;
@@ -72,8 +78,45 @@ struct dom {
 	bool tenants; /* ts read: the domain has tenants */
 };
 
-#define LABELS "{netns=\"%llu\",domain=\"%s\"}"
-#define LABEL_ARGS(x) (unsigned long long)(x)->e.cookie, (x)->e.name
+#define LABELS "{netns=\"%s\",netns_cookie=\"%llu\",domain=\"%s\"}"
+#define LABEL_ARGS(x) (x)->netns, (unsigned long long)(x)->e.cookie, (x)->e.name
+
+/* The name under /run/netns of the namespace of the domain at @dir, into
+ * @out as a label value (backslash, quote and newline escaped), or "":
+ * the domain's namespace probe gives its nsfs inode, which stat(2) of the
+ * bound name shows too. */
+static void netns_name(const char *dir, char *out, size_t len)
+{
+	char path[PATH_MAX];
+	struct dirent *f;
+	struct stat st;
+	__u64 ino = 0;
+	DIR *d;
+
+	out[0] = '\0';
+	if (nfsl_netns_probe(dir, &ino) != 1 || !ino)
+		return;
+	d = opendir("/run/netns");
+	if (!d)
+		return;
+	while ((f = readdir(d))) {
+		size_t k = 0;
+
+		if (f->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/run/netns/%s", f->d_name);
+		if (stat(path, &st) || st.st_ino != ino)
+			continue;
+		for (const char *c = f->d_name; *c && k + 2 < len; c++) {
+			if (*c == '\\' || *c == '"' || *c == '\n')
+				out[k++] = '\\';
+			out[k++] = *c == '\n' ? 'n' : *c;
+		}
+		out[k] = '\0';
+		break;
+	}
+	closedir(d);
+}
 
 static void gauge_u32(struct text *t, struct dom *v, size_t n, const char *name,
 		      const char *help, size_t off)
@@ -103,7 +146,7 @@ static void counter_families(struct text *t, struct dom *v, size_t n, const char
 	}
 }
 
-#define TLABELS "{netns=\"%llu\",domain=\"%s\",tenant=\"%s\"}"
+#define TLABELS "{netns=\"%s\",netns_cookie=\"%llu\",domain=\"%s\",tenant=\"%s\"}"
 
 /* Per tenant: occupancy, quota, counters (issue 10 §4, §5). */
 static void tenant_families(struct text *t, struct dom *v, size_t n)
@@ -156,6 +199,7 @@ static void render(struct text *t)
 	}
 	for (size_t i = 0; i < n; i++) {
 		v[i].e = e[i];
+		netns_name(e[i].dir, v[i].netns, sizeof(v[i].netns));
 		v[i].ok = !nfsl_domain_open_dir(&v[i].d, e[i].dir) &&
 			  !nfsl_domain_counters(&v[i].d, &v[i].c) &&
 			  !nfsl_domain_mgr_counters(&v[i].d, &v[i].m) &&
@@ -169,8 +213,9 @@ static void render(struct text *t)
 	counter_families(t, v, n, nfsl_mgr_counter_names, NFSL_NR_MGR_COUNTERS,
 			 offsetof(struct dom, m),
 			 "evictions user space made: the TTL scan (docs/format.md \"Counters\")");
-	family(t, "nfslice_residency_microseconds", "histogram",
-	       "slice to splice time of spliced payloads, us; the splicer records one "
+	/* Base units: seconds (the splicer records microseconds). */
+	family(t, "nfslice_residency_seconds", "histogram",
+	       "slice to splice time of spliced payloads, seconds; the splicer records one "
 	       "splice in 8 (each CPU's every 8th)");
 	for (size_t i = 0; i < n; i++) {
 		struct nfsl_residency h;
@@ -180,16 +225,16 @@ static void render(struct text *t)
 			continue;
 		for (unsigned int b = 0; b < NFSL_RES_BUCKETS - 1; b++) {
 			cum += h.bucket[b];
-			put(t, "nfslice_residency_microseconds_bucket{netns=\"%llu\",domain=\"%s\","
-			    "le=\"%llu\"} %llu\n", LABEL_ARGS(&v[i]),
-			    (unsigned long long)nfsl_residency_le(b), (unsigned long long)cum);
+			put(t, "nfslice_residency_seconds_bucket{netns=\"%s\",netns_cookie=\"%llu\","
+			    "domain=\"%s\",le=\"%.6f\"} %llu\n", LABEL_ARGS(&v[i]),
+			    nfsl_residency_le(b) / 1e6, (unsigned long long)cum);
 		}
 		cum += h.bucket[NFSL_RES_BUCKETS - 1];
-		put(t, "nfslice_residency_microseconds_bucket{netns=\"%llu\",domain=\"%s\","
-		    "le=\"+Inf\"} %llu\n", LABEL_ARGS(&v[i]), (unsigned long long)cum);
-		put(t, "nfslice_residency_microseconds_sum" LABELS " %llu\n", LABEL_ARGS(&v[i]),
-		    (unsigned long long)h.sum_us);
-		put(t, "nfslice_residency_microseconds_count" LABELS " %llu\n", LABEL_ARGS(&v[i]),
+		put(t, "nfslice_residency_seconds_bucket{netns=\"%s\",netns_cookie=\"%llu\","
+		    "domain=\"%s\",le=\"+Inf\"} %llu\n", LABEL_ARGS(&v[i]), (unsigned long long)cum);
+		put(t, "nfslice_residency_seconds_sum" LABELS " %.6f\n", LABEL_ARGS(&v[i]),
+		    h.sum_us / 1e6);
+		put(t, "nfslice_residency_seconds_count" LABELS " %llu\n", LABEL_ARGS(&v[i]),
 		    (unsigned long long)cum);
 	}
 	family(t, "nfslice_slots_busy", "gauge", "store slots holding a parked payload now");
@@ -205,8 +250,11 @@ static void render(struct text *t)
 	gauge_u32(t, v, n, "nfslice_expiry_turns",
 		  "allocator wrap-arounds a busy slot survives (PayloadPark Alg. 1)",
 		  offsetof(struct nfsl_config, expiry));
-	gauge_u32(t, v, n, "nfslice_ttl_microseconds", "TTL of a parked payload, us; 0 off",
-		  offsetof(struct nfsl_config, ttl_us));
+	family(t, "nfslice_ttl_seconds", "gauge", "TTL of a parked payload, seconds; 0 off");
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ok)
+			put(t, "nfslice_ttl_seconds" LABELS " %.6f\n", LABEL_ARGS(&v[i]),
+			    v[i].d.cfg.ttl_us / 1e6);
 	gauge_u32(t, v, n, "nfslice_config_generation",
 		  "configuration generation, bumped by every runtime change",
 		  offsetof(struct nfsl_config, cfg_gen));

@@ -48,8 +48,8 @@ static const struct nfsl_opt table[] = {
 	{"rx", NFSL_OPT_ENUM, OFF(rx), .choices = rx_choices, .metavar = "ARCH",
 	 .help = "privring, smallpriv, shring or rxbisect (default privring)"},
 	{"nf", NFSL_OPT_STR, OFF(nf), .metavar = "NF[,NF...]",
-	 .help = "NF or chain: rxdrop, l2fwd, fw, nat, lb, qos (default l2fwd; docs/nf.md)"},
-	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN",
+	 .help = "NF or chain: rxdrop, l2fwd, fw, nat, lb, qos, fwd (default l2fwd; docs/nf.md)"},
+	{"name", NFSL_OPT_STR, OFF(name), .metavar = "DOMAIN", .check = nfsl_name_opt_check,
 	 .help = "inline: the interfaces' slicing domain (default: none)"},
 	{"ax", NFSL_OPT_U32, OFF(ax), 64, 65536, .metavar = "N",
 	 .help = "fill ring (Ax) entries, a power of two (default 256)"},
@@ -122,7 +122,8 @@ static const struct nfsl_cmd cmd = {
 		"(§6.1). privring and smallpriv need a queue per worker (veth: numrxqueues).\n"
 		"--ax sets the fill ring of smallpriv, shring and rxbisect; --bx the RX rings\n"
 		"and privring's fill ring. l2fwd swaps the Ethernet addresses and sends a\n"
-		"frame back out of the interface it came from, or out of the other of two.\n"
+		"frame back out of the interface it came from, or out of the other of two\n"
+		"(a reflector; on a router use fwd, which sends to the next hop).\n"
 		"--stall and --slow emulate an overloaded worker by making it sleep, so it\n"
 		"does not take the CPU the others need.\n"
 		"\n"
@@ -364,11 +365,13 @@ static int nf_kv(const struct nf_opts *o, const char *name, const char **kv, cha
 
 /* Parse --nf into @c and build each NF's shared state. Returns 0 or -1
  * after a message. */
-static int chain_open(struct nf_chain *c, char *spec, const struct nf_opts *o, int ndevs)
+static int chain_open(struct nf_chain *c, char *spec, const struct nf_opts *o,
+		      const char *const *devs, int ndevs)
 {
 	const char *kv[NF_MAX_KV];
 	char kvbuf[2048];
-	struct nfsl_nf_conf conf = { .kv = kv, .nworkers = o->workers, .ndevs = ndevs };
+	struct nfsl_nf_conf conf = { .kv = kv, .nworkers = o->workers, .ndevs = ndevs,
+				     .devs = devs };
 	char *save = NULL, err[256];
 
 	for (char *name = strtok_r(spec, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
@@ -512,7 +515,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	nfsl_log_init(NFSL_LOG_NONE);
-	if (chain_open(&chain, chain_spec, &o, xo.ndevs) || nat_steering(&chain, &o, &xo))
+	if (chain_open(&chain, chain_spec, &o, xo.devs, xo.ndevs) || nat_steering(&chain, &o, &xo))
 		goto out;
 	xo.workers = o.workers;
 	xo.rx = o.rx;

@@ -111,7 +111,7 @@ static void report_json(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 		unsigned int n = nf_counters(r, k, names, vals);
 
 		if (!r->nfs->ops[k]->counters)
-			continue; /* l2fwd, rxdrop: the totals say it all */
+			continue; /* rxdrop: the totals say it all */
 		jsonw_name(&w, r->nfs->ops[k]->name);
 		jsonw_start_object(&w);
 		for (unsigned int i = 0; i < n; i++)

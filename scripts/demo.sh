@@ -4,15 +4,23 @@
 # demo.sh — nfslice on real traffic (the work behind `make demo`).
 #
 # Builds the client - DUT - server rig (scripts/rig.sh), runs the same
-# workload twice through the DUT's kernel NFs (forwarding, nftables ACL,
-# conntrack masquerade), once without and once with slicing on the DUT's two
-# veths, and prints a side-by-side table:
+# workload three times through the DUT's kernel NFs (forwarding, nftables
+# ACL, conntrack masquerade): without any program, with a bare XDP_PASS
+# program (veth's cost of XDP alone: TSO off on the peers, a copy per
+# segment; docs/platform.md), and with slicing on the DUT's two veths, and
+# prints a side-by-side table:
 #   - bytes that crossed the DUT's NF (nftables named counter nf_in), per
 #     test and as NF bytes per application byte delivered;
 #   - iperf3 TCP client->server, server->client (-R) and IPv6 goodput;
 #   - iperf3 UDP 1400 B datagrams at 200 Mbit/s: goodput and loss;
 #   - a 50 MB HTTP download (python3 http.server -> curl), sha256 compared;
+#   - host CPU time per delivered MB (all CPUs: sender, DUT and receiver
+#     share this host, so it is what slicing costs here, not the NF's own);
 #   - in the sliced run, the nfslice counters (sliced, spliced, stale, ...).
+# Then where slicing pays: the park topology (PayloadPark's setting), an
+# NF server behind a 100 Mbit/s link, loss-free goodput of 1514 B frames
+# sliced against unsliced (bench/exp_linkrate.py, one short run; --no-park
+# skips it).
 # PASS only if all data arrived intact: every TCP transfer completed, the
 # download's sha256 matches, and in the sliced run stale == 0,
 # bad_token == 0 and something was actually sliced. Exit status 0 on PASS.
@@ -33,14 +41,18 @@ HTTP_MB=50          # size of the downloaded file
 UDP_LEN=1400        # UDP datagram size (bytes)
 UDP_RATE=200M       # UDP offered load
 SLICE=1             # 0: --no-slice, run only the baseline
+PARK=1              # 0: --no-park, skip the link-bound park measurement
+XDP_PASS_OBJ=$ROOT/build/.output/xdp_pass.bpf.o
 PY=$(command -v /usr/bin/python3 || command -v python3 || true)
 
 usage() {
 	[ $# -gt 0 ] && echo "$PROG: $*" >&2
 	cat >&2 <<EOF
-usage: $PROG [--no-slice] [--duration SECONDS] [--prefix PREFIX]
-  Runs the rig workload without and with nfslice and compares them.
+usage: $PROG [--no-slice] [--no-park] [--duration SECONDS] [--prefix PREFIX]
+  Runs the rig workload without any program, with a bare XDP_PASS and with
+  nfslice and compares them; then the park topology's link-bound goodput.
   --no-slice         only the run without slicing (baseline check)
+  --no-park          skip the park topology measurement
   --duration S       seconds per iperf3 test, 1-30 (default $DURATION)
   --prefix P         rig namespace prefix (default $PREFIX)
   NFSLICE=path       nfslice binary (default build/nfslice)
@@ -61,6 +73,7 @@ parse_args() {
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--no-slice) SLICE=0 ;;
+		--no-park) PARK=0 ;;
 		--duration)
 			[ $# -ge 2 ] || usage "--duration needs a value"
 			if ! [[ $2 =~ ^[0-9]+$ ]] || [ "$2" -lt 1 ] || [ "$2" -gt 30 ]; then
@@ -99,6 +112,7 @@ IPERF_PID=
 HTTP_PID=
 CUR_PID=
 ATTACHED=0
+XDP_ON=0
 TMP=
 RIG_UP=0
 CLEANED=0
@@ -134,6 +148,7 @@ cleanup() {
 	stop_pids "$CUR_PID" "$IPERF_PID" "$HTTP_PID"
 	CUR_PID='' IPERF_PID='' HTTP_PID=''
 	[ "$ATTACHED" -eq 0 ] || slicing_off || true
+	[ "$XDP_ON" -eq 0 ] || xdp_pass_off || true
 	# Deleting the namespaces also removes the veths and any programs
 	# attached to them, should detach have failed.
 	[ "$RIG_UP" -eq 0 ] || "$RIG" down "$PREFIX" || true
@@ -233,6 +248,31 @@ slicing_off() {
 	nfslice_dut detach --name "$DOMAIN" >&3 2>&3
 }
 
+# A bare XDP_PASS program on both DUT veths (native XDP, as the slicer):
+# what any XDP program costs a veth, nfslice's or not.
+xdp_pass_on() {
+	local dev
+	XDP_ON=1
+	for dev in "$DUT_IN" "$DUT_OUT"; do
+		in_dut ip link set dev "$dev" xdp obj "$XDP_PASS_OBJ" sec xdp >&3 2>&3 || return 1
+	done
+}
+
+xdp_pass_off() {
+	local dev rc=0
+	XDP_ON=0
+	for dev in "$DUT_IN" "$DUT_OUT"; do
+		in_dut ip link set dev "$dev" xdp off >&3 2>&3 || rc=1
+	done
+	return "$rc"
+}
+
+# cpu_jiffies: busy jiffies of every CPU together (/proc/stat: all but idle
+# and iowait).
+cpu_jiffies() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+
 # slicing_stats: the nfslice counters as KEY=VALUE lines.
 slicing_stats() {
 	nfslice_dut stats --name "$DOMAIN" --json | "$PY" -c '
@@ -270,9 +310,11 @@ nf_mark() {
 iperf_test() {
 	local run=$1 test=$2 kind=$3 rc=0 status bytes bps extra
 	shift 3
-	local out=$TMP/$run.$test.json
+	local out=$TMP/$run.$test.json j0
+	j0=$(cpu_jiffies)
 	bounded ip netns exec "$CLI_NS" timeout $((DURATION + 20)) \
 		iperf3 -J -t "$DURATION" "$@" >"$out" 2>"$TMP/$run.$test.err" || rc=$?
+	RES[$run.$test.cpu_ms]=$((($(cpu_jiffies) - j0) * 1000 / $(getconf CLK_TCK)))
 	read -r status bytes bps extra < <(iperf_result "$out" "$rc" "$kind")
 	RES[$run.$test.status]=$status
 	RES[$run.$test.bytes]=$bytes
@@ -330,13 +372,29 @@ run_workload() {
 }
 
 run_plain() {
-	log "run 1/2: without slicing"
+	log "run 1/3: without any program"
 	run_workload plain
 	RES[plain.done]=1
 }
 
+run_xdp_pass() {
+	log "run 2/3: a bare XDP_PASS program on $DUT_IN $DUT_OUT (veth's cost of XDP)"
+	if [ ! -f "$XDP_PASS_OBJ" ]; then
+		fail xdp "$XDP_PASS_OBJ not found (build it: make)"
+		return 0
+	fi
+	if ! xdp_pass_on; then
+		fail xdp "attaching $XDP_PASS_OBJ failed"
+		xdp_pass_off || true
+		return 0
+	fi
+	run_workload xdp
+	xdp_pass_off || fail xdp "ip link set xdp off failed"
+	RES[xdp.done]=1
+}
+
 run_sliced() {
-	log "run 2/2: with slicing (nfslice domain '$DOMAIN' on $DUT_IN $DUT_OUT)"
+	log "run 3/3: with slicing (nfslice domain '$DOMAIN' on $DUT_IN $DUT_OUT)"
 	if ! have_nfslice; then
 		fail sliced "$NFSLICE not found or not executable (build it: make)"
 		return 0
@@ -412,15 +470,21 @@ cell() {
 }
 
 row() {
-	printf '  %-40s %18s %18s\n' "$1" "$2" "$3"
+	printf '  %-40s %15s %15s %15s\n' "$1" "$2" "$3" "$4"
 }
 
-# row_metric LABEL FORMATTER KEY: one row for both runs.
+# row_metric LABEL FORMATTER KEY: one row for the three runs.
 row_metric() {
 	local label=$1 f=$2 key=$3
 	row "$label" \
 		"$(cell plain "$($f "${RES[plain.$key]:-}")")" \
+		"$(cell xdp "$($f "${RES[xdp.$key]:-}")")" \
 		"$(cell sliced "$($f "${RES[sliced.$key]:-}")")"
+}
+
+# per_mb X BYTES: X per delivered MB, one decimal.
+per_mb() {
+	awk -v x="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b > 0) printf "%.1f", x * 1e6 / b; else print "-" }'
 }
 
 ident() { printf '%s' "${1:--}"; }
@@ -434,11 +498,19 @@ print_test_rows() {
 		row_metric "  loss (%)" ident "$test.extra"
 	fi
 	row_metric "  bytes through NF" fmt_mb "$test.nf_bytes"
-	local c=()
-	for r in plain sliced; do
+	local c=() p=() m=() g=()
+	for r in plain xdp sliced; do
 		c+=("$(cell "$r" "$(ratio "${RES[$r.$test.nf_bytes]:-0}" "${RES[$r.$test.bytes]:-0}")")")
+		p+=("$(cell "$r" "$(per_mb "${RES[$r.$test.nf_pkts]:-0}" "${RES[$r.$test.bytes]:-0}")")")
+		m+=("$(cell "$r" "$(per_mb "${RES[$r.$test.cpu_ms]:-}" "${RES[$r.$test.bytes]:-0}")")")
+		g+=("$(cell "$r" "$(ratio "${RES[$r.$test.bps]:-0}" "${RES[plain.$test.bps]:-0}")")")
 	done
-	row "  NF bytes per delivered byte" "${c[0]}" "${c[1]}"
+	row "  NF bytes per delivered byte" "${c[@]}"
+	row "  NF packets per delivered MB" "${p[@]}"
+	[ "$kind" = http ] || row "  host CPU ms per delivered MB" "${m[@]}"
+	row "  goodput / no program" "${g[@]}"
+	[ "$kind" != tcp ] || row "  goodput / XDP_PASS only" "-" "1" \
+		"$(cell sliced "$(ratio "${RES[sliced.$test.bps]:-0}" "${RES[xdp.$test.bps]:-0}")")"
 }
 
 verdict() {
@@ -458,9 +530,10 @@ print_table() {
 	echo "nfslice demo: client -> DUT (forward + nftables ACL + masquerade NAT) -> server"
 	echo "iperf3 tests ${DURATION} s each; UDP ${UDP_LEN} B at ${UDP_RATE}bit/s; HTTP ${HTTP_MB} MB"
 	echo
-	row "" "without slicing" "with slicing"
+	row "" "no program" "XDP_PASS only" "with slicing"
 	row "bytes through DUT NF (nf_in, total)" \
 		"$(cell plain "$(fmt_mb "${RES[plain.nf_bytes]:-}")")" \
+		"$(cell xdp "$(fmt_mb "${RES[xdp.nf_bytes]:-}")")" \
 		"$(cell sliced "$(fmt_mb "${RES[sliced.nf_bytes]:-}")")"
 	row_metric "packets through DUT NF (total)" ident nf_pkts
 	print_test_rows tcp_up "TCP client->server" tcp
@@ -471,10 +544,45 @@ print_table() {
 	row_metric "  sha256 match" ident http.sha
 	for k in sliced spliced skipped_small skipped_full skipped_big evicted \
 		stale bad_token replayed too_big unparsed parked_bytes slots_busy; do
-		row "nfslice $k" "-" "$(cell sliced "${RES[sliced.st.$k]:--}")"
+		row "nfslice $k" "-" "-" "$(cell sliced "${RES[sliced.st.$k]:--}")"
 	done
-	row "result" "$(verdict plain)" "$(verdict sliced)"
+	row "result" "$(verdict plain)" "$(verdict xdp)" "$(verdict sliced)"
 	echo
+	echo "On this single host sender, DUT and receiver share the CPUs: what slicing"
+	echo "costs shows as goodput, and most of it is any XDP program's cost on a veth"
+	echo "(TSO off on the peers, a copy per segment: docs/platform.md), the XDP_PASS"
+	echo "column. What it saves is the NF's bytes per delivered byte (its packets are"
+	echo "any XDP program's: one per segment), and link bytes where the NF runs"
+	echo "elsewhere:"
+	echo
+}
+
+# The park topology (PayloadPark's setting): an NF server behind a shaped
+# link; loss-free goodput of 1514 B frames sliced against unsliced, one
+# short search (bench/exp_linkrate.py).
+run_park() {
+	local rc=0 out=$TMP/park
+	log "park topology: NF server behind a 100 Mbit/s link, sliced vs unsliced (bench/exp_linkrate.py, ~1 min)"
+	bounded timeout 300 "$ROOT/bench/exp_linkrate.py" --rates 100mbit --runs 1 \
+		--probe 0.4 --steps 3 --out "$out" >"$TMP/park.log" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ] || [ ! -f "$out/linkrate.csv" ]; then
+		echo "park topology: bench/exp_linkrate.py failed (rc=$rc): $(tail -n 3 "$TMP/park.log")"
+		return 0
+	fi
+	"$PY" - "$out/linkrate.csv" <<'EOF'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    u, s = float(r["unsliced_gbps"]), float(r["sliced_gbps"])
+    print("park topology, NF server behind a %s link (1514 B frames, loss-free):"
+          % r["link_rate"])
+    print("  %-40s %15s %15s" % ("", "unsliced", "sliced"))
+    print("  %-40s %15.1f %15.1f" % ("goodput (Mbit/s)", u * 1e3, s * 1e3))
+    print("  %-40s %15s %15s" % ("sliced / unsliced", "1",
+                                  "%.1fx" % (s / u) if u else "-"))
+    print("  %-40s %15s %15s" % ("link-bound prediction", "1",
+                                  "%.1fx" % float(r["linkbound_ratio"])))
+    print()
+EOF
 }
 
 # ------------------------------------------------------------------- main --
@@ -491,12 +599,16 @@ main() {
 
 	run_plain
 	if [ "$SLICE" -eq 1 ]; then
+		run_xdp_pass
 		run_sliced
 	fi
 	print_table
+	if [ "$SLICE" -eq 1 ] && [ "$PARK" -eq 1 ]; then
+		run_park
+	fi
 
 	local r bad=0
-	for r in plain sliced; do
+	for r in plain xdp sliced; do
 		if [ -n "${FAILS[$r]:-}" ]; then
 			echo "$r: ${FAILS[$r]}"
 			bad=1

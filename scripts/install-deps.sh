@@ -14,6 +14,8 @@ PKGS=(
 	iproute2 iputils-ping nftables iperf3 ethtool tcpdump curl linux-perf
 	python3 python3-pytest python3-scapy python3-pyroute2 python3-matplotlib
 	python3-bpfcc linux-headers-amd64
+	# systemd-analyze: nfsliced.service's exposure check (test_unit.py)
+	systemd
 )
 
 missing=()

@@ -24,6 +24,8 @@
 #include <linux/types.h>
 
 #define NFSL_NF_DROP 0xffff
+/* The program the NFs run in, for their warnings. */
+#define NFSL_NF_PROG "nfslice-nf"
 #define NFSL_NF_MAX_CHAIN 8
 
 struct nfsl_nf_pkt {
@@ -50,6 +52,8 @@ struct nfsl_nf_conf {
 	const char *const *kv; /* NULL-terminated */
 	unsigned int nworkers;
 	unsigned int ndevs;
+	const char *const *devs; /* the ndevs interface names, device index order;
+				  * NULL in tests that have none */
 };
 
 struct nfsl_nf_ops {

@@ -9,6 +9,7 @@ extern const struct nfsl_nf_ops nfsl_nf_rxdrop, nfsl_nf_l2fwd;
 extern const struct nfsl_nf_ops nfsl_nf_fw;
 extern const struct nfsl_nf_ops nfsl_nf_lb, nfsl_nf_qos;
 extern const struct nfsl_nf_ops nfsl_nf_nat;
+extern const struct nfsl_nf_ops nfsl_nf_fwd;
 
 const struct nfsl_nf_ops *const nfsl_nf_all[] = {
 	&nfsl_nf_rxdrop,
@@ -17,6 +18,7 @@ const struct nfsl_nf_ops *const nfsl_nf_all[] = {
 	&nfsl_nf_nat,
 	&nfsl_nf_lb,
 	&nfsl_nf_qos,
+	&nfsl_nf_fwd,
 	NULL,
 };
 

@@ -79,7 +79,8 @@ int nfsl_config_update(const char *dir, const __u32 *if_gen, nfsl_config_fn chan
 	*err = '\0';
 	lock = nfsl_domains_lock();
 	if (lock < 0) {
-		snprintf(err, errlen, "cannot lock %s: %s", NFSL_LOCK_FILE, strerror(-lock));
+		snprintf(err, errlen, "cannot lock %s: %s", NFSL_LOCK_FILE,
+			 nfsl_lock_strerror(lock));
 		return lock;
 	}
 	rc = nfsl_config_update_locked(dir, if_gen, change, arg, out, err, errlen);

@@ -325,8 +325,7 @@ int nfsl_ctl_req_parse(json_t *msg, struct nfsl_ctl_req *r, char *err, size_t er
 		return NFSL_EXIT_USAGE;
 	}
 	if (nfsl_name_check(name)) {
-		snprintf(err, errlen, "invalid domain name '%.64s': use 1-63 letters, digits, "
-			 "'_', '-' or '.'", name);
+		snprintf(err, errlen, "invalid domain name '%.64s': " NFSL_NAME_RULE, name);
 		return NFSL_EXIT_USAGE;
 	}
 	r->netns = json_integer_value(ns);

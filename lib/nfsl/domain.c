@@ -232,6 +232,11 @@ int nfsl_name_check(const char *name)
 	return 0;
 }
 
+const char *nfsl_name_opt_check(const char *name)
+{
+	return nfsl_name_check(name) ? NFSL_NAME_RULE : NULL;
+}
+
 int nfsl_domain_dir(char *buf, size_t len, const char *name)
 {
 	char ns[PATH_MAX];
@@ -276,27 +281,46 @@ int nfsl_map_value_check(int fd, __u32 want)
 	return info.value_size == want ? 0 : -EPROTO;
 }
 
+/* The four pins every domain has: 0, -ENOENT when one is missing (a
+ * half-made domain: detach cleans it), or -EACCES/-EPERM: pins we may not
+ * open are no missing domain. */
+static int open_core_pins(struct nfsl_domain *d)
+{
+	int *fds[] = { &d->store_fd, &d->config_fd, &d->counters_fd, &d->cursor_fd };
+	const char *pins[] = { NFSL_PIN_STORE, NFSL_PIN_CONFIG, NFSL_PIN_COUNTERS,
+			       NFSL_PIN_CURSOR };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		*fds[i] = open_pin(d, pins[i]);
+		if (*fds[i] == -EACCES || *fds[i] == -EPERM)
+			return *fds[i];
+		if (*fds[i] < 0)
+			return -ENOENT;
+	}
+	return 0;
+}
+
 /* Open the pinned maps of the domain whose pins are in d->dir. */
 static int open_maps(struct nfsl_domain *d)
 {
 	__u32 zero = 0;
-	int err = 0;
+	int err;
 
-	if (access(d->dir, F_OK))
-		return -ENOENT;
-	if ((d->store_fd = open_pin(d, NFSL_PIN_STORE)) < 0 ||
-	    (d->config_fd = open_pin(d, NFSL_PIN_CONFIG)) < 0 ||
-	    (d->counters_fd = open_pin(d, NFSL_PIN_COUNTERS)) < 0 ||
-	    (d->cursor_fd = open_pin(d, NFSL_PIN_CURSOR)) < 0)
-		err = -ENOENT; /* a half-made domain: detach cleans it */
+	/* Only a directory that is not there is "no domain": EACCES is a
+	 * domain we may not open, and says so. Effective ids and
+	 * capabilities, as open: access() would take the real uid and drop
+	 * CAP_DAC_OVERRIDE. */
+	if (faccessat(AT_FDCWD, d->dir, F_OK, AT_EACCESS))
+		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
+	err = open_core_pins(d);
 	/* Reading a value into a struct of another size would overrun it:
 	 * a domain of another build is refused, not read. */
-	else if ((err = nfsl_map_value_check(d->config_fd, sizeof(d->cfg))) ||
-		 (err = nfsl_map_value_check(d->counters_fd, sizeof(struct nfsl_counters))) ||
-		 (err = nfsl_map_value_check(d->store_fd, sizeof(struct nfsl_slot))) ||
-		 (err = nfsl_map_value_check(d->cursor_fd, sizeof(struct nfsl_alloc))))
+	if (!err && ((err = nfsl_map_value_check(d->config_fd, sizeof(d->cfg))) ||
+		     (err = nfsl_map_value_check(d->counters_fd, sizeof(struct nfsl_counters))) ||
+		     (err = nfsl_map_value_check(d->store_fd, sizeof(struct nfsl_slot))) ||
+		     (err = nfsl_map_value_check(d->cursor_fd, sizeof(struct nfsl_alloc)))))
 		;
-	else if (bpf_map_lookup_elem(d->config_fd, &zero, &d->cfg))
+	else if (!err && bpf_map_lookup_elem(d->config_fd, &zero, &d->cfg))
 		err = -errno;
 	if (!err) {
 		d->parklog_fd = open_pin_opt(d, NFSL_PIN_PARKLOG);
@@ -469,6 +493,14 @@ int nfsl_domains_lock(void)
 		return err;
 	}
 	return fd;
+}
+
+const char *nfsl_lock_strerror(int err)
+{
+	if (err == -EACCES || err == -EPERM)
+		return "Permission denied (" NFSL_DAC_WHY "): run as root, or give this "
+		       "user CAP_DAC_OVERRIDE besides CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN";
+	return strerror(-err);
 }
 
 int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum)

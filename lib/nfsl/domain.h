@@ -98,8 +98,20 @@ int nfsl_netns_dir(char *buf, size_t len);
 /* Pin directory of domain @name in this network namespace. */
 int nfsl_domain_dir(char *buf, size_t len, const char *name);
 
-/* Check a domain name: 1..63 chars of [A-Za-z0-9_.-]. Returns 0 or -EINVAL. */
+/* The one rule of domain names (nfsl_name_check), as messages state it:
+ * a name is a directory in bpffs, so '.', '..' (and, for one rule, any
+ * name starting with '.') cannot be one. */
+#define NFSL_NAME_RULE \
+	"use 1-63 letters, digits, '_', '-' or '.' ('.' anywhere but first, " \
+	"so not '.', '..' or '...')"
+
+/* Check a domain name: 1..63 chars of [A-Za-z0-9_.-], the first not '.'.
+ * Returns 0 or -EINVAL. */
 int nfsl_name_check(const char *name);
+
+/* nfsl_name_check for an option table's .check (struct nfsl_opt): NULL
+ * when @name is valid, else NFSL_NAME_RULE. */
+const char *nfsl_name_opt_check(const char *name);
 
 /*
  * nfsl_map_value_check - is the value of map @fd @want bytes (per CPU, for
@@ -148,6 +160,17 @@ int nfsl_netns_probe(const char *dir, __u64 *ino);
  * (NFSL_LOCK_FILE), waiting for it. Returns its fd (close releases it) or
  * -errno. */
 int nfsl_domains_lock(void);
+
+/* The reason of a failed nfsl_domains_lock @err (-errno) for a message:
+ * strerror, and for -EACCES/-EPERM the fix (the lock file is root's, mode
+ * 0600: root, or CAP_DAC_OVERRIDE for another user). A static string. */
+const char *nfsl_lock_strerror(int err);
+
+/* Why a user other than root needs CAP_DAC_OVERRIDE, for messages. */
+#define NFSL_DAC_WHY                                                              \
+	"as a user other than root: the lock file " NFSL_LOCK_FILE ", the bpffs "     \
+	"directories and the pins are root's and private (mode 0600/0700: the pins " \
+	"hold the MAC key)"
 
 /* Sum the per-CPU counters into @sum. Returns 0 or -errno. */
 int nfsl_domain_counters(const struct nfsl_domain *d, struct nfsl_counters *sum);

@@ -12,6 +12,7 @@
 
 static bool json_errors;
 static char *collected; /* messages so far, "; "-separated */
+static char *as_text;   /* the same, each PREFIX MSG\n, for a success */
 
 int nfsl_msg(const char *prefix, const char *fmt, ...)
 {
@@ -32,6 +33,12 @@ int nfsl_msg(const char *prefix, const char *fmt, ...)
 			sprintf(grown + old, "%s%s", old ? "; " : "", msg);
 			collected = grown;
 		}
+		old = as_text ? strlen(as_text) : 0;
+		grown = realloc(as_text, old + strlen(prefix) + n + 2);
+		if (grown) {
+			sprintf(grown + old, "%s%s\n", prefix, msg);
+			as_text = grown;
+		}
 		free(msg);
 		return -1;
 	}
@@ -41,6 +48,18 @@ int nfsl_msg(const char *prefix, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return -1;
+}
+
+int nfsl_warn(const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(prefix, stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 0;
 }
 
 void nfsl_msg_json(bool on)
@@ -54,14 +73,24 @@ int nfsl_msg_json_flush(int code)
 
 	if (!json_errors || !collected)
 		return code;
+	/* A command that succeeded (or status, damaged: 3) printed its
+	 * object: what it said on the way was a warning, for stderr, not an
+	 * error object on stdout. */
+	if (code != NFSL_EXIT_FAIL && code != NFSL_EXIT_USAGE) {
+		fputs(as_text, stderr);
+		goto out;
+	}
 	jsonw_init(&w, stdout);
 	jsonw_start_object(&w);
 	jsonw_string_field(&w, "error", collected);
 	jsonw_int_field(&w, "code", code);
 	jsonw_end_object(&w);
 	fflush(stdout);
+out:
 	free(collected);
+	free(as_text);
 	collected = NULL;
+	as_text = NULL;
 	return code;
 }
 

@@ -27,11 +27,20 @@ enum {
 int nfsl_msg(const char *prefix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
+ * nfsl_warn - print PREFIX, the formatted message and a newline on stderr
+ * at once, --json or not: a warning or a note, never part of the JSON
+ * error object (stdout stays the command's JSON). Returns 0.
+ */
+int nfsl_warn(const char *prefix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
  * nfsl_msg_json - with @on, collect error messages for one JSON object
  * instead of printing them (a command's --json).
- * nfsl_msg_json_flush - if messages were collected, print them as one
- * object on stdout, {"error": "MSG[; MSG...]", "code": @code}, through the
- * JSON writer. Returns @code, for "return nfsl_msg_json_flush(rc);".
+ * nfsl_msg_json_flush - if messages were collected and @code is a failure
+ * (NFSL_EXIT_FAIL, NFSL_EXIT_USAGE), print them as one object on stdout,
+ * {"error": "MSG[; MSG...]", "code": @code}, through the JSON writer;
+ * otherwise they were warnings of a command that did its work (and printed
+ * its own JSON): print them as text on stderr. Returns @code, for "return nfsl_msg_json_flush(rc);".
  */
 void nfsl_msg_json(bool on);
 int nfsl_msg_json_flush(int code);

@@ -89,7 +89,7 @@ static void man_options(FILE *f, const struct nfsl_cmd *cmd)
 	}
 	fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow the usage and the options\n", f);
 	if (cmd->prog)
-		fputs(".TP\n\\fB\\-\\-version\\fR\nshow the version\n", f);
+		fputs(".TP\n\\fB\\-V\\fR, \\fB\\-\\-version\\fR\nshow the version\n", f);
 }
 
 /* "  0  done\n  1  ...\n     more": one .TP entry per code, in bold; a
@@ -144,9 +144,12 @@ void nfsl_man(const struct nfsl_prog *prog, FILE *f)
 		roff(f, prog->name);
 		fputs("\\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n.br\n.B ", f);
 		roff(f, prog->name);
-		fputs(".B help\n\\fICOMMAND\\fR\n.br\n.B ", f);
+		fputs(".B help\n[\\fICOMMAND\\fR]\n.br\n.B ", f);
 		roff(f, prog->name);
-		fputs("\\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR\n", f);
+		fputs(".B version\n[\\fB\\-\\-json\\fR]\n.br\n.B ", f);
+		roff(f, prog->name);
+		fputs("\\fB\\-h\\fR, \\fB\\-\\-help\\fR | \\fB\\-V\\fR, "
+		      "\\fB\\-\\-version\\fR\n", f);
 	}
 	fputs(".SH DESCRIPTION\n", f);
 	roff(f, prog->description);
@@ -262,11 +265,12 @@ void nfsl_bash_completion(const struct nfsl_prog *prog, FILE *f)
 		fputs("\tif ((COMP_CWORD == 1)); then\n\t\tCOMPREPLY=($(compgen -W \"", f);
 		for (i = 0; i < prog->ncmds; i++)
 			fprintf(f, "%s ", prog->cmds[i]->name);
-		fputs("help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
+		fputs("help version --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
 		      "\tcase ${COMP_WORDS[1]} in\n\thelp)\n"
 		      "\t\t((COMP_CWORD == 2)) && COMPREPLY=($(compgen -W \"", f);
 		for (i = 0; i < prog->ncmds; i++)
-			fprintf(f, "%s%s", i ? " " : "", prog->cmds[i]->name);
+			fprintf(f, "%s ", prog->cmds[i]->name);
+		fputs("help version", f);
 		fputs("\" -- \"$cur\"))\n\t\t;;\n", f);
 		for (i = 0; i < prog->ncmds; i++) {
 			fprintf(f, "\t%s)\n", prog->cmds[i]->name);

@@ -38,19 +38,30 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 	unsigned long long v;
 
 	switch (o->type) {
-	case NFSL_OPT_STR:
+	case NFSL_OPT_STR: {
+		const char *why = o->check ? o->check(arg) : NULL;
+
+		if (why) {
+			nfsl_msg("", "%s: --%s '%s' is not valid: %s", label(cmd), o->name, arg,
+				 why);
+			return -EINVAL;
+		}
 		*(const char **)field = arg;
 		return 0;
+	}
 	case NFSL_OPT_FLAG:
 		*(bool *)field = true;
 		return 0;
 	case NFSL_OPT_U32:
+		/* Decimal digits only: strtoull would take a sign, blanks,
+		 * and with base 0 read "010" as 8 and "0x100" as 256. */
 		errno = 0;
-		v = strtoull(arg, &end, 0);
-		if (errno || end == arg || *end || arg[0] == '-' ||
+		v = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || arg[strspn(arg, "0123456789")] ||
 		    v < o->min || v > o->max) {
-			nfsl_msg("", "%s: --%s '%s' is not valid: give a whole number of %s from %u to %u",
-				 label(cmd), o->name, arg, o->metavar, o->min, o->max);
+			nfsl_msg("", "%s: --%s '%s' is not valid: give a whole number of %s "
+				 "from %u to %u, in decimal digits", label(cmd), o->name, arg,
+				 o->metavar, o->min, o->max);
 			return -EINVAL;
 		}
 		*(__u32 *)field = (__u32)v;
@@ -108,7 +119,7 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, cmd->prog ? ":hV" : ":h", lopts, &idx)) != -1) {
 		if (c == 'h') {
 			nfsl_cmd_help(cmd, stdout);
 			return 1;
@@ -158,6 +169,10 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 			 cmd->args ? " " : "", cmd->args ? cmd->args : "");
 		return -EINVAL;
 	}
+	if (cmd->check && cmd->check(opts)) {
+		nfsl_msg("", "See '%s --help'.", label(cmd));
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -179,7 +194,7 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 	}
 	fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
 	if (cmd->prog)
-		fprintf(f, "  %-24s %s\n", "--version", "show the version");
+		fprintf(f, "  %-24s %s\n", "-V, --version", "show the version");
 	if (cmd->exit_status)
 		fprintf(f, "\nExit status:\n%s\n", cmd->exit_status);
 }
@@ -189,7 +204,8 @@ void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
 	int w = 8;
 
 	fprintf(f, "Usage: %s COMMAND [OPTIONS] [ARGS]\n"
-		   "       %s help COMMAND | --help | --version\n\n%s\n\nCommands:\n",
+		   "       %s help [COMMAND] | version | -h, --help | -V, --version\n\n"
+		   "%s\n\nCommands:\n",
 		prog->name, prog->name, prog->description);
 	for (size_t i = 0; i < prog->ncmds; i++)
 		if ((int)strlen(prog->cmds[i]->name) > w)

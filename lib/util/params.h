@@ -27,6 +27,9 @@ struct nfsl_opt {
 	const char *const *choices; /* NFSL_OPT_ENUM, NULL-terminated */
 	const char *metavar;    /* shown in help, e.g. BYTES */
 	const char *help;       /* one line; states units and default */
+	/* NFSL_OPT_STR: NULL when @arg is valid, else the rule it breaks,
+	 * shown as "--NAME 'ARG' is not valid: RULE" (a usage error). */
+	const char *(*check)(const char *arg);
 };
 
 struct nfsl_cmd {
@@ -41,6 +44,10 @@ struct nfsl_cmd {
 	int (*run)(void *opts, int argc, char **argv);
 	size_t opts_size;
 	const void *defaults;
+	/* After every option is parsed: what no single option can check
+	 * (options that need each other). Prints its message through
+	 * nfsl_msg and returns nonzero on bad usage. NULL: none. */
+	int (*check)(const void *opts);
 	/* Capabilities it needs (NFSL_CAP() bits of caps.h), with why, for
 	 * the tool to check before it runs (nfsl_caps_missing). */
 	unsigned long long caps;
@@ -73,8 +80,10 @@ struct nfsl_prog {
 /*
  * nfsl_cmd_parse - parse @argv (argv[0] is the command name) into @opts.
  * Positional arguments are moved to the end of argv; *@first is their index.
- * Returns 0, 1 when --help was printed, -EINVAL after printing an error that
- * names the option and the fix (through nfsl_msg: as JSON under
+ * Numbers are decimal only (no 0x, no leading 0 as octal, no sign), so that
+ * "--slots 010" is ten or refused, never eight. Returns 0, 1 when --help
+ * was printed, -EINVAL after printing an error that names the option and
+ * the fix (a failed .check of an option or of the command included) (through nfsl_msg: as JSON under
  * nfsl_msg_json). A program's own command (.prog set) also takes
  * --version, and the hidden options --man and --bash-completion, which
  * print its man page or completion script (nfsl_man,

@@ -233,22 +233,20 @@ int xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 			return rc;
 		/* A chain entry outlives its NF (the prog array holds the
 		 * program): a killed NF's steering finds no socket and passes
-		 * every frame to the kernel (tc splicer) until this replaces it. */
+		 * every frame to the kernel (tc splicer) until this replaces it.
+		 * nfsl_warn: stderr, also under --json. */
 		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old)) {
 			pid_t holder = prog_holder(old);
 
-			/* stderr, not nfsl_msg: under --json that collects
-			 * errors for the closing object */
 			if (holder)
-				fprintf(stderr,
-					"nfsl_xsk: warning: domain %s already fed the steering "
-					"program id %u of the running pid %d; replacing it "
-					"(that NF gets no more frames)\n",
-					x->o.domain, old, (int)holder);
+				nfsl_warn("nfsl_xsk: warning: ",
+					  "domain %s already fed the steering program id %u of "
+					  "the running pid %d; replacing it (that NF gets no "
+					  "more frames)", x->o.domain, old, (int)holder);
 			else
-				fprintf(stderr,
-					"nfsl_xsk: domain %s: replacing the steering program id "
-					"%u of an nfslice-nf that is gone\n", x->o.domain, old);
+				nfsl_warn("nfsl_xsk: ",
+					  "domain %s: replacing the steering program id %u of "
+					  "an nfslice-nf that is gone", x->o.domain, old);
 		}
 		if (bpf_map_update_elem(x->chain_fd, &zero, &prog_fd, 0))
 			return fail(err, errlen, -errno, "cannot chain the steering program after the slicer of %s: %s",

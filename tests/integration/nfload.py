@@ -46,7 +46,8 @@ def free_port():
 
 
 def scrape(port):
-    """GET /metrics: {(metric, netns, domain): value}, and the raw text."""
+    """GET /metrics: {(metric, netns cookie, domain): value} (an int, a
+    float for seconds), and the raw text."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
                                 timeout=10) as r:
         assert r.headers["Content-Type"] == "text/plain; version=0.0.4"
@@ -58,10 +59,11 @@ def scrape(port):
         if "le=" in line or "tenant=" in line:
             continue  # histogram buckets, per-tenant samples (of any
             # domain on the host): read from the text
-        m = re.fullmatch(r'(\w+)(?:\{netns="(\d+)",domain="([^"]+)"\})? (\d+)',
-                         line)
+        m = re.fullmatch(r'(\w+)(?:\{netns="([^"]*)",netns_cookie="(\d+)",'
+                         r'domain="([^"]+)"\})? (\S+)', line)
         assert m, f"not a sample line: {line!r}"
-        out[(m[1], int(m[2]) if m[2] else None, m[3])] = int(m[4])
+        v = float(m[5]) if "." in m[5] else int(m[5])
+        out[(m[1], int(m[3]) if m[3] else None, m[4])] = v
     return out, text
 
 

@@ -150,11 +150,14 @@ def test_interface_in_another_domain(clean, domain):
 ], ids=lambda a: a[0] if isinstance(a, tuple) else "")
 def test_not_root(clean, args, caps):
     """As nobody (no capabilities), every command names the capabilities
-    it misses, why it needs them, and how to get them."""
+    it misses (CAP_DAC_OVERRIDE too: nobody is not root), why it needs
+    them, and how to get them."""
     cp = clean.nfslice(*args, nobody=True)
     assert_error(cp, 1, f"nfslice {args[0]}: missing capabilit",
-                 caps + " (", "run it as root (e.g. with sudo)",
-                 "AmbientCapabilities=")
+                 "CAP_DAC_OVERRIDE, " + caps + " (",
+                 "run it as root (e.g. with sudo)",
+                 "AmbientCapabilities=", "CAP_DAC_OVERRIDE as a user other "
+                 "than root: the lock file /run/nfslice.lock")
     assert not clean.pin_dir("np").exists()
 
 
@@ -180,7 +183,15 @@ def test_no_bpffs(clean, args):
     (("--color", "red"), ("unknown option '--color'",
                           "See 'nfslice attach --help'")),
     ((), ("missing IFACE...", "Usage: nfslice attach")),
-], ids=["slots", "mode", "keep", "no-value", "unknown-option", "no-iface"])
+    # Decimal only: base 0 read "010" as 8 and took "0x100" (issue 17 §4).
+    (("--threshold", "0x100"), ("--threshold '0x100' is not valid: give a "
+                                "whole number of BYTES from 0 to 65535, in "
+                                "decimal digits",)),
+    (("--slots", "+64"), ("--slots '+64' is not valid",)),
+    (("--slots", " 64"), ("--slots ' 64' is not valid",)),
+    (("--keep", "-0"), ("--keep '-0' is not valid",)),
+], ids=["slots", "mode", "keep", "no-value", "unknown-option", "no-iface",
+        "hex", "plus", "blank", "minus"])
 def test_bad_usage(clean, args, needles):
     """Bad option values are named with the accepted range: exit 2."""
     ifaces = ("dut0",) if args else ()
@@ -191,17 +202,42 @@ def test_bad_usage(clean, args, needles):
     assert not clean.pin_dir("bad").exists()
 
 
-@pytest.mark.parametrize("cmd", ["attach", "status", "detach"])
-def test_invalid_domain_name(clean, cmd):
-    """A NAME that cannot be a pin directory is refused, with the rule."""
-    cp = clean.nfslice(cmd, "--name", "a/b", *(("dut0",) if cmd == "attach"
-                                               else ()))
-    assert_error(cp, 1, "invalid domain name 'a/b'",
-                 "use 1-63 letters, digits, '_', '-' or '.'")
+NAME_RULE = ("use 1-63 letters, digits, '_', '-' or '.' ('.' anywhere but "
+             "first, so not '.', '..' or '...')")
+
+
+@pytest.mark.parametrize("cmd", ["attach", "status", "detach", "stats", "set",
+                                 "evict", "tenants", "events", "upgrade",
+                                 "checkpoint", "restore", "repair"])
+@pytest.mark.parametrize("bad", ["a/b", ".", "..", "...", ".x", "x" * 64, ""])
+def test_invalid_domain_name(cmd, bad):
+    """A NAME that cannot be a pin directory is bad usage (exit 2) in every
+    command, refused before anything is opened, with the one rule, which
+    says '.' is allowed (issue 17 §4). No rig: nothing is touched."""
+    cp = run([NFSLICE, cmd, "--name", bad,
+              *(("dut0",) if cmd == "attach" else ())])
+    assert_error(cp, 2, f"nfslice {cmd}: --name '{bad}' is not valid: "
+                 + NAME_RULE)
+
+
+@pytest.mark.parametrize("good", ["-x", "a.b", "x.", "A_9-z", "x" * 63])
+def test_valid_domain_names(clean, good):
+    """Names the rule allows reach the domain lookup: '-x' (a value of
+    --name, not an option), dots after the first character, 63 chars."""
+    cp = clean.nfslice("status", "--name", good)
+    assert_error(cp, 1, f"no domain '{good}' is attached in this network "
+                 "namespace")
+
+
+def test_name_rule_is_one_rule():
+    """nfslice-nf --name states the same rule as nfslice, as bad usage."""
+    cp = run([ROOT / "build" / "nfslice-nf", "--dev", "lo", "--name", "..."])
+    assert_error(cp, 2, "nfslice-nf: --name '...' is not valid: " + NAME_RULE)
 
 
 def test_too_few_slots(clean):
-    """Fewer slots than CPU partitions: the minimum is named (exit 1).
+    """Fewer slots than CPU partitions: the minimum is named; bad usage
+    (exit 2), nothing left behind.
 
     Skipped on a one-CPU machine, where one slot is a valid store.
     """
@@ -209,10 +245,42 @@ def test_too_few_slots(clean):
     if ncpus < 2:
         pytest.skip("one CPU: --slots 1 is valid")
     cp = clean.nfslice("attach", "--name", "few", "--slots", "1", "dut0")
-    assert_error(cp, 1, "--slots 1 is too small",
+    assert_error(cp, 2, "--slots 1 is too small",
                  f"each of the {ncpus} CPUs allocates from its own partition",
                  f"give at least {ncpus}")
     assert not clean.pin_dir("few").exists()
+
+
+def test_slots_rounding_stated(clean):
+    """--slots that is no multiple of the partitions is rounded down, as
+    --help says, and attach says so with the count used; status shows it.
+
+    Skipped on a one-CPU machine, where every count is a multiple.
+    """
+    ncpus = possible_cpus()
+    if ncpus < 2:
+        pytest.skip("one CPU: every --slots is a multiple of the partitions")
+    help_ = must(run([NFSLICE, "attach", "--help"]))
+    assert "rounded down to a multiple of their number" in help_
+    try:
+        cp = clean.nfslice("attach", "--name", "round", "--slots",
+                           str(ncpus + 1), "dut0")
+        assert cp.returncode == 0, describe(cp)
+        assert (f"nfslice: note: --slots {ncpus + 1} rounded down to {ncpus}: "
+                f"{ncpus} partitions ({ncpus} CPUs x 1) of 1 slots each"
+                in cp.stderr), describe(cp)
+        assert clean.status("round")["slots"] == ncpus
+    finally:
+        if clean.pin_dir("round").exists():
+            clean.detach("round")
+
+
+def test_numbers_are_decimal(clean, domain):
+    """A leading zero is decimal: --threshold 0300 is 300 bytes, not
+    octal 192 (issue 17 §4)."""
+    st = domain("dec", "dut0", opts=("--threshold", "0300", "--slots",
+                                     "064"))
+    assert (st["threshold"], st["slots"]) == (300, 64), st
 
 
 def test_unknown_command(clean):
@@ -230,6 +298,45 @@ def test_detach_unknown_domain(clean):
 
 
 # --------------------------------------------------- status and stats --
+def test_stats_count_alone_is_bad_usage():
+    """--count without --interval printed once and ignored N: now bad
+    usage (exit 2) naming the fix, as text and as JSON."""
+    assert_error(run([NFSLICE, "stats", "--count", "2"]), 2,
+                 "nfslice stats: --count 2 needs --interval SECONDS (e.g. "
+                 "--interval 1 --count 2: 2 prints a second apart)")
+    json_error(run([NFSLICE, "stats", "--count", "2", "--json"]), 2,
+               "--count 2 needs --interval SECONDS")
+
+
+def test_stats_interval_count_prints_count_blocks(clean, domain):
+    """stats --interval 1 --count 2 prints two blocks, the first included
+    (it printed three)."""
+    domain("cnt", "dut0")
+    cp = clean.nfslice("stats", "--name", "cnt", "--interval", "1",
+                       "--count", "2")
+    assert cp.returncode == 0, describe(cp)
+    assert cp.stdout.count("domain cnt: ") == 2, cp.stdout
+    cp = clean.nfslice("stats", "--name", "cnt", "--interval", "1",
+                       "--count", "2", "--json")
+    lines = cp.stdout.splitlines()
+    assert cp.returncode == 0 and len(lines) == 2, describe(cp)
+    assert "rates" not in json.loads(lines[0])
+    assert "rates" in json.loads(lines[1])
+
+
+@pytest.mark.parametrize("quota, needle", [
+    ("gold=200%", "--quota gold=200% is not valid: give N% of each "
+                  "partition (0-100) or N slots of the store"),
+    ("gold", "--quota 'gold' is not valid: give NAME=Q"),
+    ("=5%", "--quota '=5%' is not valid: give NAME=Q"),
+])
+def test_set_bad_quota_is_usage(quota, needle):
+    """A malformed --quota is bad usage (exit 2; it was 1), refused
+    before any domain is opened."""
+    assert_error(run([NFSLICE, "set", "--name", "nodomain", "--quota", quota]),
+                 2, needle, "See 'nfslice set --help'.")
+
+
 def test_status_json(clean, domain):
     """status --json: config, pins that exist, both hooks on both veths."""
     rig = clean
@@ -279,9 +386,10 @@ def test_stats_json(clean, domain):
     # solicitations may count as unparsed).
     assert {k: s[k] for k in COUNTERS if k != "unparsed"} == \
         dict.fromkeys((k for k in COUNTERS if k != "unparsed"), 0)
-    # --interval/--count: one line per print, each a JSON object.
+    # --interval/--count: one line per print, each a JSON object; --count
+    # counts every print, the first included.
     cp = clean.nfslice("stats", "--name", "sj", "--json", "--interval", "1",
-                       "--count", "1")
+                       "--count", "2")
     lines = cp.stdout.splitlines()
     assert cp.returncode == 0 and len(lines) == 2, cp
     second = json.loads(lines[1])
@@ -537,6 +645,40 @@ def test_version():
     assert f'"nfslice {version}"' in cp.stdout
 
 
+@pytest.mark.parametrize("args", [("version",), ("-V",), ("--version",)],
+                         ids=["version", "-V", "--version"])
+def test_version_as_bpftool(args):
+    """`nfslice version`, `-V` and `--version` print the same line, as
+    bpftool's `version` and `-V` do; `version --json` one object; the
+    other tools take -V too (issue 17 §4)."""
+    cp = run([NFSLICE, *args])
+    assert cp.returncode == 0 and cp.stderr == "", describe(cp)
+    assert cp.stdout == run([NFSLICE, "--version"]).stdout
+    assert re.fullmatch(r"nfslice \d+\.\d+\.\d+( \(git [\w.+-]+\))?\n",
+                        cp.stdout), cp.stdout
+    obj = json.loads(must(run([NFSLICE, *args, "--json"])))
+    assert obj == {"name": "nfslice",
+                   "version": cp.stdout[len("nfslice "):].rstrip("\n")}
+    for tool in TOOLS[1:]:
+        a, b = run([tool, "-V"]), run([tool, "--version"])
+        assert a.returncode == 0 and a.stdout == b.stdout, describe(a)
+    assert_error(run([NFSLICE, "version", "extra"]), 2,
+                 "nfslice: version: unexpected argument 'extra'; usage: "
+                 "nfslice version [--json]")
+
+
+@pytest.mark.parametrize("verb, usage", [
+    ("help", "Usage: nfslice help [COMMAND]\n"),
+    ("version", "Usage: nfslice version [--json]\n")])
+def test_help_help(verb, usage):
+    """`nfslice help help` and `help version` show those verbs' usage, as
+    `bpftool help` users expect; the program's usage names both."""
+    cp = run([NFSLICE, "help", verb])
+    assert cp.returncode == 0 and cp.stdout.startswith(usage), describe(cp)
+    assert ("nfslice help [COMMAND] | version | -h, --help | -V, --version"
+            in must(run([NFSLICE, "help"])))
+
+
 @pytest.mark.parametrize("verb", ["attach", "detach", "repair", "status",
                                   "stats", "list", "gc"])
 def test_help_verb(verb):
@@ -590,8 +732,8 @@ def json_error(cp, code, *needles):
      ("--interval '0' is not valid",)),
     (("nope", "--json"), 2, ("unknown command 'nope'",)),
     # The writer escapes: a name with a double quote and a backslash.
-    (("status", "--name", 'a"b\\c', "--json"), 1,
-     ('invalid domain name \'a"b\\c\'',)),
+    (("status", "--name", 'a"b\\c', "--json"), 2,
+     ('--name \'a"b\\c\' is not valid',)),
 ], ids=["status-no-domain", "stats-no-domain", "unknown-option",
         "bad-value", "unknown-command", "escaped"])
 def test_json_errors(clean, args, code, needles):
@@ -603,8 +745,8 @@ def test_json_errors(clean, args, code, needles):
 def test_json_error_capability(clean):
     """The capability refusal is a JSON error too."""
     cp = clean.nfslice("list", "--json", nobody=True)
-    json_error(cp, 1, "nfslice list: missing capabilities CAP_SYS_ADMIN, "
-               "CAP_BPF")
+    json_error(cp, 1, "nfslice list: missing capabilities CAP_DAC_OVERRIDE, "
+               "CAP_SYS_ADMIN, CAP_BPF")
 
 
 # ---------------------------------------------------------- capabilities --
@@ -625,6 +767,85 @@ def test_missing_capability_named(clean, drop, args, missing):
                  "run it as root")
     assert not clean.pin_dir("nocap").exists()
     assert clean.xdp("dut", "dut0") is None
+
+
+# A user other than root with the capabilities README names (issue 17
+# §4): CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN and CAP_DAC_OVERRIDE; through
+# `ip netns exec` also CAP_SYS_PTRACE and CAP_SYS_CHROOT.
+USER_CAPS = "+bpf,+net_admin,+sys_admin,+dac_override"
+
+
+def as_user(caps):
+    """setpriv arguments: uid/gid 65534 keeping CAPS (effective through
+    the ambient set)."""
+    return ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            f"--inh-caps={caps}", f"--ambient-caps={caps}")
+
+
+@pytest.mark.parametrize("via, caps", [
+    ("nsenter", USER_CAPS),
+    ("netns", USER_CAPS + ",+sys_ptrace,+sys_chroot")])
+def test_user_with_documented_caps(clean, via, caps):
+    """uid 65534 with the documented capabilities attaches, sees (status,
+    stats, list) and detaches a domain; it failed with "cannot lock
+    /run/nfslice.lock: Permission denied" and "no domain ... attached"."""
+    ns = clean.ns("dut")
+    pre = (("nsenter", f"--net=/var/run/netns/{ns}") if via == "nsenter"
+           else ("ip", "netns", "exec", ns))
+
+    def user(*args):
+        return run([*pre, *as_user(caps), NFSLICE, *args])
+    try:
+        must(user("attach", "--name", "usr", "dut0"))
+        assert clean.status("usr")["interfaces"][0]["name"] == "dut0"
+        st = json.loads(must(user("status", "--name", "usr", "--json")))
+        assert st["healthy"] is True, st
+        assert json.loads(must(user("stats", "--name", "usr", "--json"))
+                          )["slots"] == st["slots"]
+        assert "usr" in must(user("list"))
+        assert must(user("detach", "--name", "usr")) == \
+            "nfslice: domain 'usr' detached\n"
+    finally:
+        if clean.pin_dir("usr").exists():
+            clean.detach("usr")
+
+
+def test_user_without_dac_override_told_the_fix(clean, domain):
+    """Without CAP_DAC_OVERRIDE a user other than root is refused before
+    anything, told which capability and why: not "no domain attached"
+    while one is."""
+    domain("usr2", "dut0")
+    cp = run(["nsenter", f"--net=/var/run/netns/{clean.ns('dut')}",
+              *as_user("+bpf,+net_admin,+sys_admin"), NFSLICE, "stats",
+              "--name", "usr2"])
+    assert_error(cp, 1, "nfslice stats: missing capability CAP_DAC_OVERRIDE "
+                 "(CAP_BPF opens the pinned maps; CAP_DAC_OVERRIDE as a user "
+                 "other than root: the lock file /run/nfslice.lock, the bpffs "
+                 "directories and the pins are root's and private",
+                 "AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_SYS_ADMIN "
+                 "CAP_DAC_OVERRIDE with User=")
+    assert "no domain" not in cp.stderr
+
+
+def test_unopenable_pins_are_not_absent(clean, domain):
+    """Pins nfslice may not open (EACCES) are a permission error that
+    names the fix, never "no domain ... attached": root without
+    CAP_DAC_OVERRIDE facing a domain directory of another owner."""
+    domain("perm", "dut0")
+    d = clean.pin_dir("perm")
+    try:
+        run(["chown", "65534", d], timeout=10)
+        os.chmod(d, 0o700)
+        cp = clean.exec("dut", "setpriv", "--inh-caps=-dac_override,"
+                        "-dac_read_search,-fowner", "--bounding-set="
+                        "-dac_override,-dac_read_search,-fowner",
+                        NFSLICE, "stats", "--name", "perm")
+        assert_error(cp, 1, "domain 'perm' is attached, but its pins cannot "
+                     "be opened: Permission denied", "run nfslice as root, "
+                     "or give this user CAP_DAC_OVERRIDE")
+        assert "no domain" not in cp.stderr
+    finally:
+        run(["chown", "0", d], timeout=10)
 
 
 # ------------------------------------------------------- list and gc --

@@ -290,6 +290,29 @@ def test_reconfigure_under_traffic(rig, daemon):
     assert after["evicted"] == before["evicted"], numbers
 
 
+def check_prometheus_conventions(text):
+    """TEXT (a scrape) follows Prometheus' naming conventions
+    (prometheus.io/docs/practices/naming): every counter family ends in
+    _total and nothing else does; units are base units (seconds, bytes),
+    never micro-, milli- or kilo- ones; every family has HELP and TYPE."""
+    types = dict(re.findall(r"^# TYPE (\w+) (\w+)$", text, re.M))
+    helps = set(re.findall(r"^# HELP (\w+) ", text, re.M))
+    assert types and set(types) == helps, (types, helps)
+    for name, kind in types.items():
+        assert (kind == "counter") == name.endswith("_total"), (name, kind)
+        assert not re.search(r"_(micro|milli|nano|kilo|mega)?(seconds|bytes)"
+                             r"|_(us|ms|ns|kb|mb)(_|$)", name.replace(
+                                 "_seconds", "").replace("_bytes", "")), name
+        assert not re.search(r"(micro|milli|nano)seconds|kilobytes|megabytes",
+                             name), name
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        fam = re.match(r"\w+", line)[0]
+        base = re.sub(r"_(bucket|sum|count)$", "", fam)
+        assert fam in types or base in types, f"no TYPE for {line!r}"
+
+
 def test_metrics_match_stats(rig, daemon):
     """After traffic, /metrics shows every counter of `nfslice stats`
     with the same value, the occupancy and the configuration; other paths
@@ -324,16 +347,27 @@ def test_metrics_match_stats(rig, daemon):
     assert got[("nfslice_slots_busy", cookie, DOMAIN)] == st["slots_busy"]
     # The splicer's residency histogram: each CPU's every 8th splice since
     # attach, in cumulative log2 buckets of us.
+    # In seconds (Prometheus' base unit): le 0, 1e-6, 3e-6, ... (2^30 - 1)
+    # us, +Inf.
+    ns = rig.ns("dut")
     buckets = [(float(m[1]), int(m[2])) for m in re.finditer(
-        r'nfslice_residency_microseconds_bucket\{netns="%d",domain="%s",'
-        r'le="([^"]+)"\} (\d+)' % (cookie, DOMAIN), text)]
+        r'nfslice_residency_seconds_bucket\{netns="%s",netns_cookie="%d",'
+        r'domain="%s",le="([^"]+)"\} (\d+)' % (ns, cookie, DOMAIN), text)]
     assert len(buckets) == 32 and buckets[-1][0] == float("inf"), text
+    assert [b[0] for b in buckets[:-1]] == \
+        [round(((1 << i) - 1) / 1e6, 6) for i in range(31)], buckets
     assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), buckets
-    count = got[("nfslice_residency_microseconds_count", cookie, DOMAIN)]
+    count = got[("nfslice_residency_seconds_count", cookie, DOMAIN)]
     assert count == buckets[-1][1] > 0, (buckets, st)
     ncpus = os.cpu_count()
     assert st["spliced"] - 8 * ncpus < 8 * count <= st["spliced"], (count, st)
-    assert got[("nfslice_residency_microseconds_sum", cookie, DOMAIN)] >= 0
+    assert got[("nfslice_residency_seconds_sum", cookie, DOMAIN)] >= 0
+    assert got[("nfslice_ttl_seconds", cookie, DOMAIN)] == \
+        cfg["ttl_ms"] / 1000
+    # The namespace by its name under /run/netns, beside its cookie.
+    assert (f'nfslice_slots_busy{{netns="{ns}",netns_cookie="{cookie}",'
+            f'domain="{DOMAIN}"}}') in text, text
+    check_prometheus_conventions(text)
     assert got[("nfslice_slots", cookie, DOMAIN)] == st["slots"]
     assert got[("nfslice_threshold_bytes", cookie, DOMAIN)] == cfg["threshold"]
     assert got[("nfslice_config_generation", cookie, DOMAIN)] == cfg["gen"]
