@@ -170,7 +170,8 @@ static void gc_holding(void)
 	}
 	if (waitpid(pid, &st, 0) == pid && !(WIFEXITED(st) && !WEXITSTATUS(st)))
 		mgr_log(MGR_WARNING, "nfslice gc for a killed migration's holding instance "
-			"failed (its output above)");
+			"failed (its output above): run nfslice gc as root (detaching needs "
+			"CAP_NET_ADMIN and setns, which nfsliced.service does not grant)");
 }
 
 int mgr_gc(void)
