@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "ckpt.h"
+#include "../unit/ckpt_v1.h"
 #include "ckpt_reseal.h"
 
 static void die(const char *what)
@@ -126,30 +127,18 @@ int main(int argc, char **argv)
 	both(argv[1], "v2-tenants", 0, buf, size);
 	both(argv[1], "v2-tenants-live", FUZZ_LIVE, buf, size);
 	free(buf);
-	/* Version 1: the fixed header part, a configuration up to key_old,
-	 * the clocks, fixed records holding the age (docs/format.md). */
+	/* Version 1 (tests/unit/ckpt_v1.h). */
 	{
-		const size_t fixed = offsetof(struct nfsl_ckpt_hdr, clock);
-		const size_t cfg1 = offsetof(struct nfsl_config, key_old);
 		struct nfsl_ckpt_slot_v1 rec = { .index = 6 };
-		struct nfsl_ckpt_hdr h = { .version = 1 };
 		struct nfsl_config c1 = { .ncpus = 2, .nparts = 1, .part_slots = 8,
 					  .slots = 16, .expiry = 2 };
 		__u32 s1[2] = { 500, 7 };
 
-		size = fixed + cfg1 + sizeof(s1) + sizeof(rec);
-		buf = calloc(1, size);
-		memcpy(h.magic, NFSL_CKPT_MAGIC, 8);
-		h.hdr_size = fixed + cfg1;
-		h.cfg_size = cfg1;
-		h.slot_size = sizeof(struct nfsl_slot);
-		h.nseq = 2;
-		h.nslots = 1;
 		park(&rec.slot, 5, 490, 120, 0);
-		memcpy(buf, &h, fixed);
-		memcpy(buf + fixed, &c1, cfg1);
-		memcpy(buf + fixed + cfg1, s1, sizeof(s1));
-		memcpy(buf + fixed + cfg1 + sizeof(s1), &rec, sizeof(rec));
+		size = CKPT_V1_SIZE;
+		buf = ckpt_v1_image(&c1, s1, &rec, 0);
+		if (!buf)
+			return 1;
 		fuzz_reseal(buf, size);
 		both(argv[1], "v1", 0, buf, size);
 		free(buf);

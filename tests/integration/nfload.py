@@ -168,6 +168,34 @@ def pcap_frames(path):
     return out
 
 
+def hold_headers(lab, tmp_path, port, n):
+    """On nftap.nic_lab()'s LAB, the DUT's NF holds N sliced headers: N
+    datagrams of SIZE B from the client to PORT on the server, sliced on
+    d0, captured there and dropped by the DUT's forward chain (their
+    payloads stay parked). Returns the captured frames (Ethernet up)."""
+    lab.exec("dut", "nft", "-f", "-", input=(
+        "table inet nfit_hold {\n"
+        "  chain hold {\n"
+        "    type filter hook forward priority -10; policy accept;\n"
+        f"    udp dport {port} drop\n"
+        "  }\n"
+        "}\n"))
+    pcap = tmp_path / "held.pcap"
+    dump = lab.spawn("dut", "tcpdump", "-i", "d0", "-U", "-w", str(pcap),
+                     "-c", str(n), "-Q", "in", f"udp dst port {port}")
+    poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
+         "tcpdump listening")
+    lab.exec("cli", PY, "-c", SEND, nftap.NIC_ADDRS["srv"], str(port), str(n),
+             str(SIZE))
+    assert dump.wait(timeout=10) == 0
+    lab.procs.remove(dump)
+    frames = pcap_frames(pcap)
+    assert len(frames) == n
+    assert all(f[15] >> 2 == 63 and len(f) < 200 for f in frames), \
+        "captured frames are not sliced headers"
+    return frames
+
+
 def datagram(i, size=SIZE):
     """The payload of SEND's datagram I."""
     return bytes([(i * 7 + k) % 251 for k in range(size)])

@@ -39,8 +39,8 @@ import time
 import pytest
 
 import nftap
-from nfload import (RAW_SEND, RECV, SEND, SIZE, Daemon, Traffic, datagram,
-                    pcap_frames, scrape)
+from nfload import (RAW_SEND, RECV, SIZE, Daemon, Traffic, datagram,
+                    hold_headers, scrape)
 from nfrig import NFSLICE, PY, describe, must, name, poll, run, settle
 
 MIG = nftap.NIC_ADDRS
@@ -60,33 +60,6 @@ def nicrig():
     finally:
         problems = lab.destroy()
         assert not problems, problems
-
-
-def hold_headers(lab, tmp_path):
-    """Send HELD_N datagrams to HELD_PORT: sliced on d0, captured there,
-    dropped by the DUT's forward chain. Returns the captured frames."""
-    lab.exec("dut", "nft", "-f", "-", input=(
-        "table inet nfit_hold {\n"
-        "  chain hold {\n"
-        "    type filter hook forward priority -10; policy accept;\n"
-        f"    udp dport {HELD_PORT} drop\n"
-        "  }\n"
-        "}\n"))
-    pcap = tmp_path / "held.pcap"
-    dump = lab.spawn("dut", "tcpdump", "-i", "d0", "-U", "-w", str(pcap),
-                     "-c", str(HELD_N), "-Q", "in",
-                     f"udp dst port {HELD_PORT}")
-    poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
-         "tcpdump listening")
-    lab.exec("cli", PY, "-c", SEND, MIG["srv"], str(HELD_PORT), str(HELD_N),
-             str(SIZE))
-    assert dump.wait(timeout=10) == 0
-    lab.procs.remove(dump)
-    frames = pcap_frames(pcap)
-    assert len(frames) == HELD_N
-    assert all(f[15] >> 2 == 63 and len(f) < 200 for f in frames), \
-        "captured frames are not sliced headers"
-    return frames
 
 
 def old_stopped(lab):
@@ -124,7 +97,7 @@ def test_migrate_under_traffic(nicrig, tmp_path, mode, target):
     # CPU (wrap-count expiry 2), some 16 s of this load.
     must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0",
                      "--slots", "65536", "d0", "d1"))
-    frames = hold_headers(lab, tmp_path)
+    frames = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     busy0 = lab.stats("dut", DOMAIN)["slots_busy"]
     assert busy0 >= HELD_N, busy0
     recv = lab.spawn("srv", PY, "-c", RECV, MIG["srv"], str(HELD_PORT),
@@ -264,7 +237,7 @@ def test_adopt_protocol(nicrig, tmp_path):
     lab = nicrig
     must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0",
                      "--slots", "65536", "d0", "d1"))
-    hold_headers(lab, tmp_path)
+    hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     ckpt = tmp_path / "old.ckpt"
     must(lab.nfslice("dut", "checkpoint", "--name", DOMAIN, "--file", str(ckpt)))
     data = ckpt.read_bytes()

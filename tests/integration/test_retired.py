@@ -31,7 +31,7 @@ import struct
 import pytest
 
 import nftap
-from nfload import RAW_SEND, RECV, SEND, SIZE, datagram, pcap_frames
+from nfload import RAW_SEND, RECV, datagram, hold_headers
 from nfrig import NFSLICE, PY, must, poll
 
 A = nftap.NIC_ADDRS
@@ -57,34 +57,6 @@ def attach_dut(lab):
     # held payloads (no TTL scan by an nfsliced of the host, no wrap).
     must(lab.nfslice("dut", "attach", "--name", DOMAIN, "--ttl", "0",
                      "--slots", "65536", "d0", "d1"))
-
-
-def hold_headers(lab, tmp_path):
-    """HELD_N datagrams to HELD_PORT, sliced on d0, captured there and
-    dropped by the DUT's forward chain (the NF holds them). Returns the
-    captured IP packets (hex)."""
-    lab.exec("dut", "nft", "-f", "-", input=(
-        "table inet nfit_hold {\n"
-        "  chain hold {\n"
-        "    type filter hook forward priority -10; policy accept;\n"
-        f"    udp dport {HELD_PORT} drop\n"
-        "  }\n"
-        "}\n"))
-    pcap = tmp_path / "held.pcap"
-    dump = lab.spawn("dut", "tcpdump", "-i", "d0", "-U", "-w", str(pcap),
-                     "-c", str(HELD_N), "-Q", "in",
-                     f"udp dst port {HELD_PORT}")
-    poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
-         "tcpdump listening")
-    lab.exec("cli", PY, "-c", SEND, A["srv"], str(HELD_PORT), str(HELD_N),
-             str(SIZE))
-    assert dump.wait(timeout=10) == 0
-    lab.procs.remove(dump)
-    frames = pcap_frames(pcap)
-    assert len(frames) == HELD_N
-    assert all(f[15] >> 2 == 63 and len(f) < 200 for f in frames), \
-        "captured frames are not sliced headers"
-    return frames
 
 
 def csum_fix(csum, old, new):
@@ -162,7 +134,7 @@ def release_and_check(lab, held, role):
 
 def test_late_header_after_reattach(lab, tmp_path):
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path)
+    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
     release_and_check(lab, held, "dut")
@@ -174,7 +146,7 @@ def test_late_header_after_restore(lab, tmp_path):
     must(lab.nfslice("dut", "checkpoint", "--name", DOMAIN, "--file", str(ckpt)))
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path)
+    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     # restore asks for a domain holding no payload: the held ones go.
     must(lab.nfslice("dut", "evict", "--name", DOMAIN, "--ttl", "1"))
     assert lab.stats("dut", DOMAIN)["slots_busy"] == 0
@@ -185,7 +157,7 @@ def test_late_header_after_restore(lab, tmp_path):
 @pytest.mark.parametrize("mode", ["drain", "copy"])
 def test_late_header_after_migration(lab, tmp_path, mode):
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path)
+    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     cp = lab.exec("dut", NFSLICE, "migrate", "--name", DOMAIN, "--mode", mode,
                   "--to", lab.ns("nic"), "--nf-port", "h0,h1", "--wait", "200",
                   "--json", "w0", "w1", timeout=60)
@@ -203,7 +175,7 @@ def test_late_header_after_migration(lab, tmp_path, mode):
 @pytest.mark.parametrize("how", ["port", "host"])
 def test_replay_any_dscp(lab, tmp_path, how):
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path)
+    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     port = HELD_PORT + 1
     evil = [remark(f, dport=port) if how == "port" else
             remark(f, daddr=A["cli"]) for f in held]

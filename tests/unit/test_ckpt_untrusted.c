@@ -24,6 +24,7 @@
 #include <zlib.h>
 
 #include "ckpt.h"
+#include "ckpt_v1.h"
 
 TestSuite(ckpt_untrusted, .timeout = 30);
 
@@ -127,42 +128,31 @@ Test(ckpt_untrusted, v2_record_beyond_image)
 
 Test(ckpt_untrusted, v1_record_beyond_image)
 {
-	const size_t fixed = offsetof(struct nfsl_ckpt_hdr, clock);
-	const size_t cfg1 = offsetof(struct nfsl_config, key_old);
 	struct nfsl_slot *dst = calloc(DST_SLOTS, sizeof(*dst));
 	struct nfsl_ckpt_slot_v1 rec = { .index = DST_SLOTS - 1 };
-	struct nfsl_ckpt_hdr h = { .version = 1 };
 	struct nfsl_config cfg;
 	struct nfsl_slot s[16];
 	__u32 seq[2] = { 5, 6 };
-	size_t size = fixed + cfg1 + sizeof(seq) + sizeof(rec);
-	char *buf = calloc(1, size), err[256];
+	size_t size = CKPT_V1_SIZE;
+	char *buf, err[256];
 
 	src_store(&cfg, s);
-	memcpy(h.magic, NFSL_CKPT_MAGIC, 8);
-	h.hdr_size = fixed + cfg1;
-	h.cfg_size = cfg1;
-	h.slot_size = sizeof(struct nfsl_slot);
-	h.nseq = 2;
-	h.nslots = 1;
 	rec.slot = s[1];
-	memcpy(buf, &h, fixed);
-	memcpy(buf + fixed, &cfg, cfg1);
-	memcpy(buf + fixed + cfg1, seq, sizeof(seq));
-	memcpy(buf + fixed + cfg1 + sizeof(seq), &rec, sizeof(rec));
+	buf = ckpt_v1_image(&cfg, seq, &rec, 0);
+	cr_assert_not_null(buf);
 	reseal(buf, size);
 	cr_assert_eq(adopt_like(buf, size, err, sizeof(err), dst), -EBADMSG);
 	cr_expect_str_eq(err, "record 0 names slot 2047 of 16");
 	/* A payload longer than a slot holds, refused (was cut silently). */
 	rec.index = 1;
 	rec.slot.len = NFSL_PAYLOAD_MAX + 1;
-	memcpy(buf + fixed + cfg1 + sizeof(seq), &rec, sizeof(rec));
+	memcpy(buf + CKPT_V1_REC_OFF, &rec, sizeof(rec));
 	reseal(buf, size);
 	cr_assert_eq(adopt_like(buf, size, err, sizeof(err), dst), -EBADMSG);
 	cr_expect_str_eq(err, "record 0 holds 2017 payload bytes (at most 2016)");
 	/* The same image with a sound record is read. */
 	rec.slot.len = 100;
-	memcpy(buf + fixed + cfg1 + sizeof(seq), &rec, sizeof(rec));
+	memcpy(buf + CKPT_V1_REC_OFF, &rec, sizeof(rec));
 	reseal(buf, size);
 	cr_assert_eq(adopt_like(buf, size, err, sizeof(err), dst), 0, "%s", err);
 	cr_expect_eq(dst[1].ctl, NFSL_CTL(3, 2));

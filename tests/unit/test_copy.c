@@ -33,6 +33,7 @@
 #include "harness.h"
 #include "pkt.h"
 #include "ckpt.h"
+#include "ckpt_v1.h"
 #include "util.h"
 #include "nfsl_token.h"
 #include "nfsl_xsk_splice.h"
@@ -540,43 +541,30 @@ Test(ckpt, translate)
  * key_old, fixed records holding the age) is still read. */
 Test(ckpt, version1)
 {
-	const size_t fixed = offsetof(struct nfsl_ckpt_hdr, clock);
-	const size_t cfg1 = offsetof(struct nfsl_config, key_old);
 	struct nfsl_config cfg, dc;
 	struct nfsl_ckpt_slot_v1 rec = { .index = 6 };
-	struct nfsl_ckpt_hdr h = { .version = 1 };
 	__u32 seq[2] = { 500, 0 }, dseq[2] = { 80, 0 };
 	struct nfsl_ckpt_store ds = { .cfg = &dc, .seq = dseq };
 	struct nfsl_ckpt_result res = {};
 	struct nfsl_ckpt_clock now;
 	struct nfsl_ckpt_img img;
 	struct nfsl_slot *dst;
-	size_t size = fixed + cfg1 + sizeof(seq) + sizeof(rec);
-	char *buf = calloc(1, size), err[256];
+	size_t size = CKPT_V1_SIZE;
+	char *buf, err[256];
 	__u64 age = 3000000;
-	uLong crc;
+	__u32 crc;
 
 	mem_store(&cfg, &dst, 2, 1, 8);
 	free(dst);
 	mem_store(&dc, &dst, 2, 1, 8);
 	ds.slots = dst;
 	cfg.key[0] = 42;
-	memcpy(h.magic, NFSL_CKPT_MAGIC, 8);
-	h.hdr_size = fixed + cfg1;
-	h.cfg_size = cfg1;
-	h.slot_size = sizeof(struct nfsl_slot);
-	h.nseq = 2;
-	h.nslots = 1;
 	nfsl_ckpt_clock_now(&now);
-	h.taken_ns = now.real_ns;
 	park(&rec.slot, 5, 490, age, 9);
-	memcpy(buf, &h, fixed);
-	memcpy(buf + fixed, &cfg, cfg1);
-	memcpy(buf + fixed + cfg1, seq, sizeof(seq));
-	memcpy(buf + fixed + cfg1 + sizeof(seq), &rec, sizeof(rec));
+	buf = ckpt_v1_image(&cfg, seq, &rec, now.real_ns);
+	cr_assert_not_null(buf);
 	crc = crc32(0, (const Bytef *)buf, size);
-	h.crc32 = crc;
-	memcpy(buf, &h, fixed);
+	memcpy(buf + offsetof(struct nfsl_ckpt_hdr, crc32), &crc, sizeof(crc));
 	cr_assert_eq(nfsl_ckpt_parse(buf, size, 0, &img, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(img.version, 1);
 	cr_expect_eq(img.cfg.key[0], 42);
