@@ -19,6 +19,7 @@ import signal
 import pytest
 
 import nfrig
+import nftap
 from nfrig import NFSLICE, RIG_SH, Rig
 
 
@@ -112,3 +113,18 @@ def rigs():
     # A detach that fails in cleanup is an nfslice bug worth seeing; the
     # pins were removed by hand anyway (Rig.destroy).
     assert not errors, "cleanup: " + "\n".join(errors)
+
+
+@pytest.fixture
+def nicrig(request):
+    """nftap.nic_lab() (cli - nic - dut - nic - srv), its namespaces named
+    after the test module, removed (namespaces, processes, pins) whatever
+    the test's outcome."""
+    stem = request.module.__name__.removeprefix("test_")[:8]
+    lab = nftap.Lab(stem, NFSLICE)
+    try:
+        nftap.nic_lab(lab)
+        yield lab
+    finally:
+        problems = lab.destroy()
+        assert not problems, problems

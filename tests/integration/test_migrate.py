@@ -49,19 +49,6 @@ HELD_PORT = 5202     # the DUT's NF holds these headers
 HELD_N = 16
 
 
-@pytest.fixture
-def nicrig():
-    """nftap.nic_lab(), removed (namespaces, processes, pins) whatever
-    the test's outcome."""
-    lab = nftap.Lab("mig", NFSLICE)
-    try:
-        nftap.nic_lab(lab)
-        yield lab
-    finally:
-        problems = lab.destroy()
-        assert not problems, problems
-
-
 def old_stopped(lab):
     """Has the DUT's instance stopped slicing (drain: the switch)?"""
     cp = lab.nfslice("dut", "status", "--name", DOMAIN, "--json")

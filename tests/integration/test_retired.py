@@ -40,18 +40,6 @@ HELD_PORT = 5209
 HELD_N = 16
 
 
-@pytest.fixture
-def lab():
-    """nftap.nic_lab(), removed whatever the test's outcome."""
-    lab = nftap.Lab("ret", NFSLICE)
-    try:
-        nftap.nic_lab(lab)
-        yield lab
-    finally:
-        problems = lab.destroy()
-        assert not problems, problems
-
-
 def attach_dut(lab):
     # --ttl 0 and 65536 slots: nothing but the test's steps frees the
     # held payloads (no TTL scan by an nfsliced of the host, no wrap).
@@ -132,21 +120,23 @@ def release_and_check(lab, held, role):
         assert after[k] == before[k], (k, before, after)
 
 
-def test_late_header_after_reattach(lab, tmp_path):
+def test_late_header_after_reattach(nicrig, tmp_path):
+    lab = nicrig
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
+    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
     release_and_check(lab, held, "dut")
 
 
-def test_late_header_after_restore(lab, tmp_path):
+def test_late_header_after_restore(nicrig, tmp_path):
+    lab = nicrig
     ckpt = tmp_path / "other.ckpt"
     attach_dut(lab)
     must(lab.nfslice("dut", "checkpoint", "--name", DOMAIN, "--file", str(ckpt)))
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
+    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
     # restore asks for a domain holding no payload: the held ones go.
     must(lab.nfslice("dut", "evict", "--name", DOMAIN, "--ttl", "1"))
     assert lab.stats("dut", DOMAIN)["slots_busy"] == 0
@@ -155,9 +145,10 @@ def test_late_header_after_restore(lab, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["drain", "copy"])
-def test_late_header_after_migration(lab, tmp_path, mode):
+def test_late_header_after_migration(nicrig, tmp_path, mode):
+    lab = nicrig
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
+    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
     cp = lab.exec("dut", NFSLICE, "migrate", "--name", DOMAIN, "--mode", mode,
                   "--to", lab.ns("nic"), "--nf-port", "h0,h1", "--wait", "200",
                   "--json", "w0", "w1", timeout=60)
@@ -173,9 +164,10 @@ def test_late_header_after_migration(lab, tmp_path, mode):
 
 
 @pytest.mark.parametrize("how", ["port", "host"])
-def test_replay_any_dscp(lab, tmp_path, how):
+def test_replay_any_dscp(nicrig, tmp_path, how):
+    lab = nicrig
     attach_dut(lab)
-    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
+    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
     port = HELD_PORT + 1
     evil = [remark(f, dport=port) if how == "port" else
             remark(f, daddr=A["cli"]) for f in held]
