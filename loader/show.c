@@ -10,6 +10,7 @@
 
 #include "nfslice.h"
 #include "domain.h"
+#include "retired.h"
 #include "json_writer.h"
 #include "util.h"
 
@@ -109,6 +110,8 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	const struct nfsl_config *c = &d->cfg;
 	char path[PATH_MAX + 32], fix[160];
 	struct json_writer w;
+	__u64 left;
+	int n;
 
 	jsonw_init(&w, stdout);
 	jsonw_start_object(&w);
@@ -133,6 +136,10 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_uint_field(&w, "ttl_ms", c->ttl_us / 1000);
 	jsonw_bool_field(&w, "ct_liberal_set", c->flags & NFSL_CFG_CT_LIBERAL_SET);
 	jsonw_bool_field(&w, "events", c->flags & NFSL_CFG_EVENTS);
+	/* Keys retired lately: their tokens are stale here (retired.h). */
+	n = nfsl_retired_live(d->dir, &left);
+	jsonw_uint_field(&w, "retired_keys", n > 0 ? n : 0);
+	jsonw_uint_field(&w, "retired_grace_ms", left / 1000000);
 	jsonw_name(&w, "interfaces");
 	jsonw_start_array(&w);
 	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
@@ -176,6 +183,8 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 {
 	const struct nfsl_config *c = &d->cfg;
 	char buf[32], fix[160];
+	__u64 left;
+	int n;
 
 	printf("domain %s\n", name);
 	if (c->nparts > 1)
@@ -194,6 +203,11 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 	if (c->flags & NFSL_CFG_EVENTS)
 		printf(", drop events on");
 	printf("%s\n", c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
+	n = nfsl_retired_live(d->dir, &left);
+	if (n > 0)
+		printf("  retired  %d key%s: headers signed by %s dropped as stale for %llu s more\n",
+		       n, n > 1 ? "s" : "", n > 1 ? "them" : "it",
+		       (unsigned long long)(left + 999999999) / 1000000000);
 	printf("  pins     ");
 	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++)
 		if (show_pin(d->dir, i))

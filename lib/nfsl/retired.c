@@ -132,6 +132,39 @@ int nfsl_retire_domain_keys(const char *dir, const struct nfsl_config *cfg)
 	return err;
 }
 
+int nfsl_retired_live(const char *dir, __u64 *left_ns)
+{
+	struct nfsl_retired r;
+	char path[PATH_MAX];
+	__u64 now = nfsl_now_ns();
+	__u32 zero = 0;
+	int fd, n = 0;
+
+	*left_ns = 0;
+	fd = nfsl_retired_path(path, sizeof(path), dir);
+	if (fd)
+		return fd;
+	fd = retired_open(path, false);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, &zero, &r)) {
+		n = -errno;
+		goto out;
+	}
+	for (__u32 i = 0; i < NFSL_MAX_RETIRED; i++) {
+		if (r.keys[i].until_ns <= now)
+			continue;
+		n++;
+		if (r.keys[i].until_ns - now > *left_ns)
+			*left_ns = r.keys[i].until_ns - now;
+	}
+out:
+	close(fd);
+	return n;
+}
+
 /* Is the domain whose list is @entry (ns<cookie>-<name>) attached? */
 static bool retired_domain_live(const char *top, const char *entry)
 {

@@ -64,6 +64,13 @@ int nfsl_retire_key(const char *dir, const __u64 key[2], __u64 grace_ms);
 int nfsl_retire_domain_keys(const char *dir, const struct nfsl_config *cfg);
 
 /*
+ * nfsl_retired_live - how many keys the list of the domain at @dir holds
+ * in their grace period now; *@left_ns: the longest grace left, ns (0 when
+ * none). Returns the count (0 when there is no list), or -errno.
+ */
+int nfsl_retired_live(const char *dir, __u64 *left_ns);
+
+/*
  * nfsl_retired_prune - unlink every list whose grace periods all ended and
  * whose domain is not attached, then the directory if it is empty.
  * Returns how many lists were removed, or -errno.

@@ -126,6 +126,8 @@ def test_late_header_after_reattach(nicrig, tmp_path):
     held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
+    st = json.loads(must(lab.nfslice("dut", "status", "--name", DOMAIN, "--json")))
+    assert st["retired_keys"] == 1 and 50000 < st["retired_grace_ms"] <= 60000, st
     release_and_check(lab, held, "dut")
 
 
