@@ -434,8 +434,12 @@ const struct nfsl_cmd nfsl_cmd_status = {
 		"Exit status 3 when the domain is damaged: a slicer or a splicer is\n"
 		"missing (nfslice repair --name NAME restores them) or an interface is\n"
 		"gone (detach, then attach again); 1 when there is no such domain.\n"
-		"With --json the object has \"healthy\", \"problems\" (one string each)\n"
-		"and, when damaged, \"fix\".",
+		"Also the keys the domain retired lately (detach and attach, restore,\n"
+		"migration: docs/format.md \"Retired keys\"), whose headers are dropped\n"
+		"as stale for their grace period: their count and the longest grace\n"
+		"left. With --json the object has \"healthy\", \"problems\" (one\n"
+		"string each), when damaged \"fix\", and \"retired_keys\",\n"
+		"\"retired_grace_ms\" (ms).",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = NFSL_CAPS_READ_WHY,
 	.opts = status_table,
