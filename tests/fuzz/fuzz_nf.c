@@ -7,7 +7,10 @@
  *      printed (nfsl_fw_rule_str) and must read back to the same line; the
  *      classifier is built and asked for the rules' own corners
  *   1  fw's init, 2 nat's init, 3 lb's init, 4 qos's init: the options
- * For 1-4 the rest is the options, one KEY=VALUE a line, then optionally
+ * With bit 6 set it picks fwd's init instead (devices "lo", "lo": its
+ * macD=, viaD= and neigh= options; a viaD= next hop is looked up in this
+ * namespace's neighbour table, or in the neigh=@ file).
+ * For the inits the rest is the options, one KEY=VALUE a line, then optionally
  * a NUL and a file's bytes: a value "@" (rules=@, backends=@) names that
  * file.
  */
@@ -102,7 +105,9 @@ static void nf_init(const char *name, const uint8_t *d, size_t n, unsigned int n
 	}
 	kv[nkv] = NULL;
 	{
-		struct nfsl_nf_conf conf = { .kv = kv, .nworkers = 2, .ndevs = ndevs };
+		static const char *const devs[] = { "lo", "lo" };
+		struct nfsl_nf_conf conf = { .kv = kv, .nworkers = 2, .ndevs = ndevs,
+					     .devs = devs };
 
 		err[0] = '\0';
 		if (!ops->init(&shared, &conf, err, sizeof(err))) {
@@ -125,7 +130,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	sel = data[0];
-	if (sel % 5 == 0)
+	if (sel & 0x40)
+		nf_init("fwd", data + 1, size - 1, sel & 8 ? 2 : 1);
+	else if (sel % 5 == 0)
 		fw_rules(data + 1, size - 1);
 	else
 		nf_init(nfs[sel % 5], data + 1, size - 1, sel & 8 ? 2 : 1);
