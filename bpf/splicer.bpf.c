@@ -77,7 +77,7 @@ static __always_inline void nfsl_residency_add(__u64 parked_ns)
 /*
  * Keys the domain retired, still recognised for a grace period (struct
  * nfsl_retired, issue 17 §1.2): pinned as <bpffs>/nfslice/@retired/
- * ns<cookie>-<domain> (lib/nfsl/retired.h), so that it outlives a detach
+ * ns<cookie>-<domain>/keys (lib/nfsl/retired.h), so that it outlives a detach
  * and a domain attached again under the same name finds it. Mmapable for
  * the AF_XDP engine's splice.
  */

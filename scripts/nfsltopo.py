@@ -250,6 +250,9 @@ class Topo:
         cp = self.detach(check=False)
         return [] if cp.returncode == 0 else [command_error(cp)]
 
+    # Environment of `SCRIPT down` (topo_common.sh topo_delete_ns).
+    down_env = None
+
     def remove(self):
         """`SCRIPT down PREFIX` (SCRIPT_TIMEOUT s) if built; its
         CompletedProcess, or None when there was nothing to remove. Raises
@@ -257,7 +260,7 @@ class Topo:
         if not self.built:
             return None
         cp = self.run([self.script, "down", self.prefix],
-                      timeout=SCRIPT_TIMEOUT, check=False)
+                      timeout=SCRIPT_TIMEOUT, check=False, env=self.down_env)
         self.built = False
         return cp
 

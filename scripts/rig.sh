@@ -79,17 +79,11 @@ need_tools() {
 }
 
 cmd_down() {
-	local ns
 	# Deleting a namespace destroys its veths (and the peer ends), the
 	# nftables tables, conntrack entries and any XDP/tc programs attached
 	# to its interfaces. Processes still running inside keep the namespace
 	# alive; whoever started them must end them (demo.sh does, by PID).
-	for ns in "$CLI_NS" "$DUT_NS" "$SRV_NS"; do
-		if topo_ns_exists "$ns"; then
-			ip netns delete "$ns" 2>/dev/null ||
-				echo "$PROG: could not delete namespace $ns" >&2
-		fi
-	done
+	topo_delete_ns "$CLI_NS" "$DUT_NS" "$SRV_NS"
 }
 
 make_links() {

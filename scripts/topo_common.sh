@@ -61,6 +61,36 @@ topo_detach_all() {
 	rmdir -- "$dir" 2>/dev/null || true
 }
 
+# topo_delete_ns NS...: delete the namespaces NS (those that exist), then
+# let `nfslice gc` remove the retired keys their detached domains left
+# (lib/nfsl/retired.h: kept for their grace period next to the namespace's
+# probe, dropped once the namespace is gone, which the kernel finishes
+# asynchronously, often a second later). Waits at most 10 s for that;
+# TOPO_RETIRED_WAIT=0: not at all (the test suite collects them once, at
+# its end).
+topo_delete_ns() {
+	local ns cookie cookies=() c i left
+	local top=${NFSLICE_BPFFS:-/sys/fs/bpf}/nfslice/@retired
+
+	for ns in "$@"; do
+		topo_ns_exists "$ns" || continue
+		cookie=$(topo_netns_cookie "$ns" 2>/dev/null) && cookies+=("$cookie")
+		ip netns delete "$ns" 2>/dev/null ||
+			echo "$PROG: could not delete namespace $ns" >&2
+	done
+	[ -x "$TOPO_NFSLICE" ] && [ "${TOPO_RETIRED_WAIT:-1}" != 0 ] || return 0
+	for ((i = 0; i < 40; i++)); do
+		left=0
+		for c in "${cookies[@]}"; do
+			compgen -G "$top/ns$c-*" >/dev/null && left=1
+		done
+		[ "$left" -eq 1 ] || return 0
+		"$TOPO_NFSLICE" gc >/dev/null 2>&1 || true
+		sleep 0.25
+	done
+	echo "$PROG: retired keys of the deleted namespaces are still in $top (nfslice gc)" >&2
+}
+
 # Links. Each veth pair is created inside its namespaces, so no topology
 # interface ever exists in (or can clash with) the root namespace. They use
 # the caller's MTU, NET4_LEN and NET6_LEN.

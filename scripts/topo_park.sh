@@ -297,19 +297,14 @@ need_tools() {
 }
 
 cmd_down() {
-	local ns
 	# nfslice domains first: their pins live in the host's bpffs.
 	topo_detach_all "$SLICE_NS"
 	stop_delay
 	# Deleting the namespaces removes the veths, qdiscs, nftables tables,
 	# conntrack state and XDP/tc programs with them. Processes still inside
 	# keep a namespace alive: whoever started them ends them.
-	for ns in $(all_ns) $DLY_NS; do
-		if topo_ns_exists "$ns"; then
-			ip netns delete "$ns" 2>/dev/null ||
-				echo "$PROG: could not delete namespace $ns" >&2
-		fi
-	done
+	# shellcheck disable=SC2046 # one word per namespace
+	topo_delete_ns $(all_ns) $DLY_NS
 	rm -f -- "$STATE"
 }
 

@@ -387,7 +387,8 @@ int nfsl_domain_remove(const char *dir)
 	 * after the detach reaches a domain attached again under this name
 	 * as stale, not as outside traffic (retired.h). */
 	if (!nfsl_domain_open_dir(&d, dir)) {
-		nfsl_retire_domain_keys(dir, &d.cfg);
+		if (!nfsl_retire_domain_keys(dir, &d.cfg))
+			nfsl_retired_keep_probe(dir);
 		nfsl_domain_close(&d);
 	}
 

@@ -24,8 +24,8 @@ int nfsl_retired_path(char *buf, size_t len, const char *dir)
 	if (*ns != '/' || strncmp(ns + 1, "ns", 2))
 		return -EINVAL;
 	toplen = ns - dir;
-	if (snprintf(buf, len, "%.*s/" NFSL_RETIRED_DIR "/%.*s-%s", (int)toplen, dir,
-		     (int)(name - ns - 1), ns + 1, name + 1) >= (int)len)
+	if (snprintf(buf, len, "%.*s/" NFSL_RETIRED_DIR "/%.*s-%s/" NFSL_RETIRED_KEYS,
+		     (int)toplen, dir, (int)(name - ns - 1), ns + 1, name + 1) >= (int)len)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -38,8 +38,28 @@ int nfsl_retired_mkdir(const char *dir)
 	if (err)
 		return err;
 	slash = strrchr(path, '/');
-	*slash = '\0';
+	*slash = '\0'; /* its directory */
+	slash = strrchr(path, '/');
+	*slash = '\0'; /* @retired */
 	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	*slash = '/';
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int nfsl_retired_keep_probe(const char *dir)
+{
+	char from[PATH_MAX + 32], to[PATH_MAX], *slash;
+	int err = nfsl_retired_path(to, sizeof(to), dir);
+
+	if (err)
+		return err;
+	slash = strrchr(to, '/');
+	snprintf(slash + 1, to + sizeof(to) - slash - 1, "%s", NFSL_PIN_NETNS);
+	snprintf(from, sizeof(from), "%s/%s", dir, NFSL_PIN_NETNS);
+	if (rename(from, to) && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -178,6 +198,23 @@ static bool retired_domain_live(const char *top, const char *entry)
 	return !stat(dir, &st);
 }
 
+/* Is a key of the list at @path in its grace period at @now? */
+static bool retired_in_grace(const char *path, __u64 now)
+{
+	struct nfsl_retired r;
+	bool live = false;
+	__u32 zero = 0;
+	int fd = retired_open(path, false);
+
+	if (fd < 0)
+		return false;
+	if (!bpf_map_lookup_elem(fd, &zero, &r))
+		for (__u32 i = 0; i < NFSL_MAX_RETIRED; i++)
+			live |= r.keys[i].until_ns > now;
+	close(fd);
+	return live;
+}
+
 int nfsl_retired_prune(void)
 {
 	char top[PATH_MAX], rdir[PATH_MAX + 16];
@@ -192,26 +229,28 @@ int nfsl_retired_prune(void)
 	if (!dh)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(dh))) {
-		char path[PATH_MAX + 300];
-		struct nfsl_retired r;
-		bool live = false;
-		__u32 zero = 0;
-		int fd;
+		char dir[PATH_MAX + 300], path[PATH_MAX + 320];
+		__u64 ino;
 
 		if (e->d_name[0] == '.' || retired_domain_live(top, e->d_name))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", rdir, e->d_name);
-		fd = retired_open(path, false);
-		if (fd >= 0 && !bpf_map_lookup_elem(fd, &zero, &r)) {
-			for (__u32 i = 0; i < NFSL_MAX_RETIRED; i++)
-				live |= r.keys[i].until_ns > now;
-		}
-		if (fd >= 0)
-			close(fd);
-		if (!live && !unlink(path))
+		snprintf(dir, sizeof(dir), "%s/%s", rdir, e->d_name);
+		snprintf(path, sizeof(path), "%s/" NFSL_RETIRED_KEYS, dir);
+		/* Kept while a key is in its grace and its namespace lives:
+		 * the probe a detach left here says when it is gone (its
+		 * cookie is never reused, so nothing can find the list). */
+		if (retired_in_grace(path, now) && nfsl_netns_probe(dir, &ino) != 0)
+			continue;
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", dir, NFSL_PIN_NETNS);
+		unlink(path);
+		if (!rmdir(dir))
 			removed++;
 	}
 	closedir(dh);
-	rmdir(rdir); /* fails while not empty */
+	/* Then @retired and nfslice, as a detach removes ns<cookie> and
+	 * nfslice once empty (fails while not). */
+	if (!rmdir(rdir))
+		rmdir(top);
 	return removed;
 }

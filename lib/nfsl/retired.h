@@ -9,13 +9,15 @@
  * dropped as stale for a grace period (nfsl_retire_grace_ms).
  *
  * The list is one pinned map per (network namespace, domain name),
- * <bpffs>/nfslice/@retired/ns<cookie>-<name>, outside the domain's
+ * <bpffs>/nfslice/@retired/ns<cookie>-<name>/keys, outside the domain's
  * directory so that it outlives a detach: the splicers of the domain use it
  * (bpf/splicer.bpf.c, lib/xsk/splice.c), and the next attach under the same
- * name in the same namespace reuses it. Namespace cookies are never
- * reused, so a list is never found by a namespace it was not made in.
- * nfsl_retired_prune removes lists whose every grace period ended and
- * whose domain is gone (attach, detach and gc call it).
+ * name in the same namespace reuses it. A detach moves the domain's
+ * namespace probe (domain.h, NFSL_PIN_NETNS) next to it. Namespace cookies
+ * are never reused, so a list is never found by a namespace it was not
+ * made in. nfsl_retired_prune removes the lists of domains not attached
+ * whose grace periods all ended or whose namespace is gone (attach, gc
+ * and nfsliced's gc call it).
  */
 #ifndef NFSL_RETIRED_H
 #define NFSL_RETIRED_H
@@ -26,6 +28,16 @@
 /* Directory of the lists, under <bpffs>/nfslice. ('@' is no domain name
  * character: nfsl_name_check.) */
 #define NFSL_RETIRED_DIR "@retired"
+/* The list's pin in its directory. */
+#define NFSL_RETIRED_KEYS "keys"
+
+/*
+ * nfsl_retired_keep_probe - move the namespace probe of the domain at @dir
+ * (being removed) next to its list, so that nfsl_retired_prune learns
+ * when the namespace is gone. Returns 0 (also when there is no probe) or
+ * -errno.
+ */
+int nfsl_retired_keep_probe(const char *dir);
 
 /*
  * nfsl_retired_path - pin path of the list of the domain whose pin
@@ -34,8 +46,8 @@
  */
 int nfsl_retired_path(char *buf, size_t len, const char *dir);
 
-/* mkdir of <bpffs>/nfslice/@retired for the domain at @dir (a map can be
- * pinned there). Returns 0 or -errno. */
+/* mkdir of <bpffs>/nfslice/@retired and of the list's directory for the
+ * domain at @dir (a map can be pinned there). Returns 0 or -errno. */
 int nfsl_retired_mkdir(const char *dir);
 
 /*
@@ -71,8 +83,9 @@ int nfsl_retire_domain_keys(const char *dir, const struct nfsl_config *cfg);
 int nfsl_retired_live(const char *dir, __u64 *left_ns);
 
 /*
- * nfsl_retired_prune - unlink every list whose grace periods all ended and
- * whose domain is not attached, then the directory if it is empty.
+ * nfsl_retired_prune - remove every list (keys and probe) whose domain is
+ * not attached and whose grace periods all ended or whose namespace is gone
+ * (its probe says so), then @retired if it is empty.
  * Returns how many lists were removed, or -errno.
  */
 int nfsl_retired_prune(void);

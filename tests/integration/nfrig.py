@@ -88,6 +88,27 @@ def run_namespaces():
     return sorted(p.name for p in NETNS_DIR.glob(RUN_PREFIX + "*"))
 
 
+def run_retired():
+    """The retired-key lists (lib/nfsl/retired.h) of this run's namespaces:
+    BPFFS/nfslice/@retired/ns<cookie>-<domain>, one per domain detached."""
+    top = BPFFS / "nfslice" / "@retired"
+    return sorted(p for c in COOKIES for p in top.glob(f"ns{c}-*"))
+
+
+def collect_retired(timeout=15):
+    """`nfslice gc` until it removed the retired-key lists of this run's
+    namespaces: a detach keeps a domain's keys for their grace period with
+    the namespace's probe, and gc drops them once the namespace is gone
+    (which the kernel finishes asynchronously, often a second after
+    `ip netns delete`). Returns what is still there after TIMEOUT s."""
+    deadline = time.monotonic() + timeout
+    while run_retired() and time.monotonic() < deadline:
+        subprocess.run([str(NFSLICE), "gc"], capture_output=True, timeout=60)
+        if run_retired():
+            time.sleep(0.2)
+    return run_retired()
+
+
 def leftovers():
     """What this run left behind, described: namespaces, nfslice pin
     directories of its namespaces, topology state files. Empty when the
@@ -98,6 +119,8 @@ def leftovers():
         if d.exists():
             found.append(f"nfslice pins {d}: "
                          f"{sorted(x.name for x in d.iterdir())}")
+    found += [f"retired keys {p} (nfslice gc did not remove them)"
+              for p in run_retired()]
     found += [f"topology state {p}"
               for p in sorted(TOPO_STATE_DIR.glob(f"*-{RUN_PREFIX}*"))]
     return found
@@ -126,6 +149,8 @@ def remove_leftovers():
                        timeout=30)
     for cookie in COOKIES:
         shutil.rmtree(BPFFS / "nfslice" / f"ns{cookie}", ignore_errors=True)
+    for p in run_retired():
+        shutil.rmtree(p, ignore_errors=True)
     for p in TOPO_STATE_DIR.glob(f"*-{RUN_PREFIX}*"):
         p.unlink(missing_ok=True)
 
@@ -264,6 +289,9 @@ class AssertTopo(nfsltopo.Topo):
     Error = AssertionError
     timeout = 30
     listen_timeout = 10
+    # Retired keys are collected once, at the session's end (conftest),
+    # not after every rig: down does not wait for gc.
+    down_env = {"TOPO_RETIRED_WAIT": "0"}
 
     def failure(self, cp):
         """AssertionError describing CP (describe())."""
