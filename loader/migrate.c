@@ -315,10 +315,10 @@ static int run_drain(struct mig *m)
 	 * stale, not pass it on truncated (issue 17 §1.2). Done before the
 	 * detach: what the old store still holds now is dropped with it. */
 	if (!m->remote && nfsl_retire_key(m->tdir, d->cfg.key, nfsl_retire_grace_ms(&d->cfg)))
-		fprintf(stderr, "nfslice: warning: the new instance could not take the old key "
-			"as retired: a header the old instance sliced that an NF releases "
-			"from now on leaves truncated; give migrate a --wait as long as the "
-			"NFs hold headers\n");
+		nfsl_warn("nfslice: warning: ",
+			  "the new instance could not take the old key as retired: a header "
+			  "the old instance sliced that an NF releases from now on leaves "
+			  "truncated; give migrate a --wait as long as the NFs hold headers");
 	nfsl_domain_close(d);
 	if (sub(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
 		nfsl_err("detaching the old instance failed (above): it slices nothing; "
