@@ -141,42 +141,75 @@ static int report(const struct set_opts *o, int rc, const struct nfsl_config *cf
 	return 0;
 }
 
+/*
+ * quota_each - call @fn(NAME, Q, @arg) for each NAME=Q of --quota @list
+ * (Q: N% of each partition or N slots, nfsl_quota_parse), in order; stops
+ * at the first nonzero return. A malformed item is refused with a message.
+ * Returns 0, @fn's nonzero return, or NFSL_EXIT_USAGE after a message.
+ */
+static int quota_each(const char *list, int (*fn)(const char *name, const struct nfsl_quota *q,
+						  void *arg),
+		      void *arg)
+{
+	char buf[512], *save = NULL, *tok;
+	int rc = 0;
+
+	if (strlen(list) >= sizeof(buf))
+		return nfsl_err("--quota: too long (at most %zu characters)", sizeof(buf) - 1),
+		       NFSL_EXIT_USAGE;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+		struct nfsl_quota q;
+
+		if (!v || v == tok)
+			return nfsl_err("--quota '%s' is not valid: give NAME=Q, NAME a tenant "
+					"(nfslice tenants lists them)", tok), NFSL_EXIT_USAGE;
+		if (nfsl_quota_parse(v + 1, &q))
+			return nfsl_err("--quota %s is not valid: give N%% of each partition "
+					"(0-100) or N slots of the store", tok), NFSL_EXIT_USAGE;
+		*v = '\0';
+		rc = fn(tok, &q, arg);
+	}
+	return rc;
+}
+
+struct quota_sizes {
+	const struct nfsl_config *cfg;
+	__u32 *size;
+	bool given[NFSL_MAX_TENANTS];
+};
+
+/* quota_each: tenant @name's region size for @q, once per tenant. */
+static int quota_size(const char *name, const struct nfsl_quota *q, void *arg)
+{
+	struct quota_sizes *qs = arg;
+	__u32 t;
+
+	for (t = 1; t < qs->cfg->ntenants; t++)
+		if (!strncmp(qs->cfg->tenants[t].name, name, sizeof(qs->cfg->tenants[t].name)))
+			break;
+	if (t >= qs->cfg->ntenants)
+		return nfsl_err("--quota %s: no such tenant: give NAME=Q with NAME a tenant of "
+				"the domain other than default (which gets the rest): see nfslice "
+				"tenants", name), NFSL_EXIT_USAGE;
+	if (qs->given[t])
+		return nfsl_err("--quota: tenant '%s' is given twice: give each tenant once",
+				name), NFSL_EXIT_USAGE;
+	qs->given[t] = true;
+	qs->size[t] = nfsl_quota_slots(qs->cfg, q);
+	return 0;
+}
+
 /* --quota NAME=Q[,NAME=Q]: the regions of @cfg with those quotas, into
  * @size. Returns 0 or NFSL_EXIT_USAGE after a message. */
 static int quota_sizes(const char *list, const struct nfsl_config *cfg, __u32 *size)
 {
-	char buf[512], *save = NULL, *tok;
-	bool given[NFSL_MAX_TENANTS] = {};
+	struct quota_sizes qs = { .cfg = cfg, .size = size };
 
 	for (__u32 t = 0; t < NFSL_MAX_TENANTS; t++)
 		size[t] = cfg->tenants[t].size;
-	if (strlen(list) >= sizeof(buf))
-		return nfsl_err("--quota: too long"), NFSL_EXIT_USAGE;
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *v = strchr(tok, '=');
-		struct nfsl_quota q;
-		__u32 t;
-
-		if (v)
-			*v++ = '\0';
-		for (t = 1; v && t < cfg->ntenants; t++)
-			if (!strncmp(cfg->tenants[t].name, tok, sizeof(cfg->tenants[t].name)))
-				break;
-		if (!v || t >= cfg->ntenants)
-			return nfsl_err("--quota %s: give NAME=Q with NAME a tenant of the domain "
-					"other than default (which gets the rest): see nfslice "
-					"tenants", tok), NFSL_EXIT_USAGE;
-		if (given[t])
-			return nfsl_err("--quota: tenant '%s' is given twice: give each tenant "
-					"once", tok), NFSL_EXIT_USAGE;
-		given[t] = true;
-		if (nfsl_quota_parse(v, &q))
-			return nfsl_err("--quota %s=%s: give N%% of each partition (0-100) or N "
-					"slots of the store", tok, v), NFSL_EXIT_USAGE;
-		size[t] = nfsl_quota_slots(cfg, &q);
-	}
-	return 0;
+	return quota_each(list, quota_size, &qs);
 }
 
 /* Tenant changes (--tenants, --quota, --tenant-mode) on the pins: the
@@ -224,30 +257,18 @@ static int set_tenants(const struct set_opts *o, const char *dir)
 	return report(o, rc, &cfg, err);
 }
 
+static int quota_form_only(const char *name, const struct nfsl_quota *q, void *arg)
+{
+	return 0;
+}
+
 /* What the command line alone tells: the form of every --quota
  * NAME=Q, before the domain is opened. Nonzero after a message. */
 static int check_set(const void *p)
 {
 	const struct set_opts *o = p;
-	char buf[512], *save = NULL, *tok;
-	struct nfsl_quota q;
 
-	if (!o->quota)
-		return 0;
-	if (strlen(o->quota) >= sizeof(buf))
-		return nfsl_err("--quota: too long (at most %zu characters)", sizeof(buf) - 1);
-	snprintf(buf, sizeof(buf), "%s", o->quota);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *v = strchr(tok, '=');
-
-		if (!v || v == tok)
-			return nfsl_err("--quota '%s' is not valid: give NAME=Q, NAME a tenant "
-					"(nfslice tenants lists them)", tok);
-		if (nfsl_quota_parse(v + 1, &q))
-			return nfsl_err("--quota %s is not valid: give N%% of each partition "
-					"(0-100) or N slots of the store", tok);
-	}
-	return 0;
+	return o->quota ? quota_each(o->quota, quota_form_only, NULL) : 0;
 }
 
 static int run_set(void *p, int argc, char **argv)
