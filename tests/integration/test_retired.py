@@ -47,6 +47,13 @@ def attach_dut(lab):
                      "--slots", "65536", "d0", "d1"))
 
 
+def attach_and_hold(lab, tmp_path):
+    """The domain attached in the DUT, its NF holding HELD_N headers:
+    (LAB, the held frames)."""
+    attach_dut(lab)
+    return lab, hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
+
+
 def csum_fix(csum, old, new):
     """RFC 1624 Eqn. 3: checksum field CSUM with 16-bit words OLD replaced
     by NEW (equal-length bytes)."""
@@ -121,9 +128,7 @@ def release_and_check(lab, held, role):
 
 
 def test_late_header_after_reattach(nicrig, tmp_path):
-    lab = nicrig
-    attach_dut(lab)
-    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
+    lab, held = attach_and_hold(nicrig, tmp_path)
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
     st = json.loads(must(lab.nfslice("dut", "status", "--name", DOMAIN, "--json")))
@@ -138,7 +143,7 @@ def test_late_header_after_restore(nicrig, tmp_path):
     must(lab.nfslice("dut", "checkpoint", "--name", DOMAIN, "--file", str(ckpt)))
     must(lab.nfslice("dut", "detach", "--name", DOMAIN, "--no-drain"))
     attach_dut(lab)
-    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
+    held = hold_headers(lab, tmp_path, HELD_PORT, HELD_N)
     # restore asks for a domain holding no payload: the held ones go.
     must(lab.nfslice("dut", "evict", "--name", DOMAIN, "--ttl", "1"))
     assert lab.stats("dut", DOMAIN)["slots_busy"] == 0
@@ -148,9 +153,7 @@ def test_late_header_after_restore(nicrig, tmp_path):
 
 @pytest.mark.parametrize("mode", ["drain", "copy"])
 def test_late_header_after_migration(nicrig, tmp_path, mode):
-    lab = nicrig
-    attach_dut(lab)
-    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
+    lab, held = attach_and_hold(nicrig, tmp_path)
     cp = lab.exec("dut", NFSLICE, "migrate", "--name", DOMAIN, "--mode", mode,
                   "--to", lab.ns("nic"), "--nf-port", "h0,h1", "--wait", "200",
                   "--json", "w0", "w1", timeout=60)
@@ -167,9 +170,7 @@ def test_late_header_after_migration(nicrig, tmp_path, mode):
 
 @pytest.mark.parametrize("how", ["port", "host"])
 def test_replay_any_dscp(nicrig, tmp_path, how):
-    lab = nicrig
-    attach_dut(lab)
-    held = hold_headers(nicrig, tmp_path, HELD_PORT, HELD_N)
+    lab, held = attach_and_hold(nicrig, tmp_path)
     port = HELD_PORT + 1
     evil = [remark(f, dport=port) if how == "port" else
             remark(f, daddr=A["cli"]) for f in held]
