@@ -9,18 +9,18 @@
 #   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
 #   make fuzz     build the libFuzzer targets (tests/fuzz/) and run each for
 #                 FUZZ_TIME seconds (default 60): executions and coverage
-#   make install  tools (the bcc tools of tools/bcc/ too), man pages, bash
+#   make install  tools (the bcc tools of userspace/bcc/ too), man pages, bash
 #                 completion and nfsliced.service under $(DESTDIR)$(PREFIX)
 #                 (the unit under $(DESTDIR)$(UNITDIR))
 #   make V=1      show full commands
 
-include mk/common.mk
+include scripts/Makefile.common
 
 .PHONY: all bpf lib loader pktgen delay nf manager bench-bpf bench-build unit deps test \
 	demo bench doc install uninstall clean fuzz-build fuzz
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
-# Python + bcc, run from the source tree as tools/bcc/NAME; installed with
+# Python + bcc, run from the source tree as userspace/bcc/NAME; installed with
 # their shared module in BCCDIR and linked from SBINDIR.
 BCC_TOOLS := nfslice-drops nfslice-top
 PREFIX ?= /usr/local
@@ -40,22 +40,22 @@ bpf:
 	$(Q)$(MAKE) -C bpf
 
 lib: bpf
-	$(Q)$(MAKE) -C lib
+	$(Q)$(MAKE) -C userspace/lib
 
 loader: bpf lib
 	$(Q)$(MAKE) -C loader
 
 pktgen: lib
-	$(Q)$(MAKE) -C pktgen
+	$(Q)$(MAKE) -C userspace/nfslice-pktgen
 
 delay: lib
-	$(Q)$(MAKE) -C delay
+	$(Q)$(MAKE) -C userspace/nfslice-delay
 
 nf: bpf lib
-	$(Q)$(MAKE) -C nf
+	$(Q)$(MAKE) -C userspace/nfslice-nf
 
 manager: lib
-	$(Q)$(MAKE) -C manager
+	$(Q)$(MAKE) -C userspace/nfsliced
 
 # The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
 # its test), and the datapath cost driver.
@@ -122,11 +122,11 @@ $(BUILD)/completion/%: $(BUILD)/% | $(BUILD)/completion
 	$(Q)$< --bash-completion > $@
 
 # The bcc tools make theirs from their argparse tables (no bcc needed).
-$(BCC_MANS): $(BUILD)/man/%.8: tools/bcc/% tools/bcc/nfsl_bcc.py | $(BUILD)/man
+$(BCC_MANS): $(BUILD)/man/%.8: userspace/bcc/% userspace/bcc/nfsl_bcc.py | $(BUILD)/man
 	$(call msg,GEN-MAN,$@)
 	$(Q)$< --man > $@
 
-$(BCC_COMPLETIONS): $(BUILD)/completion/%: tools/bcc/% tools/bcc/nfsl_bcc.py | $(BUILD)/completion
+$(BCC_COMPLETIONS): $(BUILD)/completion/%: userspace/bcc/% userspace/bcc/nfsl_bcc.py | $(BUILD)/completion
 	$(call msg,GEN-COMP,$@)
 	$(Q)$< --bash-completion > $@
 
@@ -136,13 +136,13 @@ install: doc
 	$(Q)$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
 	$(Q)$(INSTALL) -m 0755 $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(SBINDIR)/
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BCCDIR)
-	$(Q)$(INSTALL) -m 0755 $(BCC_TOOLS:%=tools/bcc/%) $(DESTDIR)$(BCCDIR)/
-	$(Q)$(INSTALL) -m 0644 tools/bcc/nfsl_bcc.py $(DESTDIR)$(BCCDIR)/
+	$(Q)$(INSTALL) -m 0755 $(BCC_TOOLS:%=userspace/bcc/%) $(DESTDIR)$(BCCDIR)/
+	$(Q)$(INSTALL) -m 0644 userspace/bcc/nfsl_bcc.py $(DESTDIR)$(BCCDIR)/
 	$(Q)for t in $(BCC_TOOLS); do ln -sf $(BCCDIR)/$$t $(DESTDIR)$(SBINDIR)/$$t; done
 	$(Q)$(INSTALL) -m 0644 $(MANS) $(BCC_MANS) $(DESTDIR)$(MANDIR)/man8/
 	$(Q)$(INSTALL) -m 0644 $(COMPLETIONS) $(BCC_COMPLETIONS) $(DESTDIR)$(BASHCOMPDIR)/
 	$(Q)$(INSTALL) -d $(DESTDIR)$(UNITDIR)
-	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|' manager/nfsliced.service > $(DESTDIR)$(UNITDIR)/nfsliced.service
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|' userspace/nfsliced/nfsliced.service > $(DESTDIR)$(UNITDIR)/nfsliced.service
 	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/nfsliced.service
 
 uninstall:

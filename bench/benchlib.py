@@ -54,7 +54,7 @@ from nfsltopo import NFSLICE, ROOT, run  # noqa: E402,F401 (benchlib's API)
 
 PKTGEN = Path(os.environ.get("NFSLICE_PKTGEN") or ROOT / "build" / "nfslice-pktgen")
 XDP_PASS = ROOT / "build" / ".output" / "xdp_pass.bpf.o"
-MIX_ENTERPRISE = ROOT / "pktgen" / "mixes" / "enterprise.mix"
+MIX_ENTERPRISE = ROOT / "userspace" / "nfslice-pktgen" / "mixes" / "enterprise.mix"
 UDP_PORT = 5201          # allowed by the topologies' ACL
 
 

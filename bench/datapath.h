@@ -88,7 +88,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#include "cli.h"
+#include "util/cli.h"
 #include "nfsl_structs.h"
 
 #define DP_NAME "nfslice-bench-datapath"

@@ -14,8 +14,8 @@
 #include <bpf/bpf.h>
 
 #include "datapath.h"
-#include "log.h"
-#include "util.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"

@@ -10,7 +10,7 @@
 #include <netinet/in.h>
 
 #include "datapath.h"
-#include "json_writer.h"
+#include "util/json_writer.h"
 #include "nfsl_store.h"
 
 /* Order of the rows in the printed table. */

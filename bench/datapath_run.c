@@ -16,7 +16,7 @@
 #include "nfsl_parse.h"
 #include "nfsl_store.h"
 #include "nfsl_token.h"
-#include "util.h"
+#include "util/util.h"
 
 #include "slicer.skel.h"
 #include "slicer_nofib.skel.h"

@@ -15,7 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "datapath.h"
-#include "domain.h"
+#include "nfsl/domain.h"
 #include "nfsl_csum.h"
 #include "nfsl_parse.h"
 #include "nfsl_store.h"

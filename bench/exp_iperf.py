@@ -13,7 +13,7 @@ masquerade NAT - server), one per offload mode, under per-run namespace
 names (nfipPID{k,o}-cli/-dut/-srv). Four variants on the DUT's two veths:
 
   none       no XDP program at all (a)
-  xdp_pass   a bare XDP_PASS program (pktgen/xdp_pass.bpf.c) on both (b)
+  xdp_pass   a bare XDP_PASS program (userspace/nfslice-pktgen/xdp_pass.bpf.c) on both (b)
   noslice    nfslice attached, --threshold 65535: nothing is sliced (c)
   slice      nfslice attached with its defaults: every data segment sliced (d)
 

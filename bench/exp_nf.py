@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""exp_nf.py — lib/nf's NFs and chains in nfslice-nf with slicing, inline
+"""exp_nf.py — userspace/lib/nf's NFs and chains in nfslice-nf with slicing, inline
 and park (issue 9 "Performance"; PayloadPark §6.1, §6.2.4 Fig. 12;
 NFSlicer §VI-C; docs/benchmarks-nf.md).
 

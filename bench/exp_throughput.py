@@ -35,7 +35,7 @@ options:
   --out DIR           results directory (default bench/results)
   --topology T        inline, park or both (default both)
   --sizes S ...       frame sizes in bytes without FCS (60-1514) and/or
-                      'mix' (pktgen/mixes/enterprise.mix, mean 882 B);
+                      'mix' (userspace/nfslice-pktgen/mixes/enterprise.mix, mean 882 B);
                       default 256 512 1024 1514 mix. Experiments (b) and (c)
                       also run 64 B frames.
   --probe SECONDS     length of one search probe (default 1.0; 0.4 quick)

@@ -8,7 +8,7 @@
   XDP on the receiving veth (nsenter into the namespace, so the host's bpffs
   stays visible), read its counters and latency histogram
   (`bpftool -j map dump pinned`), detach and unpin.
-- PeerPass: pktgen/xdp_pass.bpf.c's xdp_pass on the DUT's client-facing veth
+- PeerPass: userspace/nfslice-pktgen/xdp_pass.bpf.c's xdp_pass on the DUT's client-facing veth
   for unsliced runs (nfslice-pktgen's frames are XDP frames: the veth takes
   them only while its peer runs an XDP program; the slicer is one).
 - pktgen / nfslice wrappers, histogram percentiles.
@@ -175,7 +175,7 @@ def snap_diff(a, b):
 
 
 class PeerPass:
-    """xdp_pass (pktgen/xdp_pass.bpf.c) on DEV in NS: the unsliced runs' stand-in
+    """xdp_pass (userspace/nfslice-pktgen/xdp_pass.bpf.c) on DEV in NS: the unsliced runs' stand-in
     for the slicer, so both pay veth's XDP receive path alike."""
 
     def __init__(self, ns, dev, tag="pass"):

@@ -22,7 +22,7 @@ struct {
 
 /* Domain configuration (threshold, keep, partitions, expiry, MAC key).
  * Mmapable so that the AF_XDP splice reads cfg_gen without a system call
- * (lib/xsk/splice.c); written only through bpf(2) (lib/nfsl/cfg.h). */
+ * (userspace/lib/xsk/splice.c); written only through bpf(2) (userspace/lib/nfsl/cfg.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);

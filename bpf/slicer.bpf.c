@@ -46,7 +46,7 @@ struct {
 /*
  * The park log (struct nfsl_park_rec, nfsl_store.h): one entry per slice,
  * in parking order per partition, for the TTL scan of user space
- * (lib/nfsl/ttl.h), which so reads only the entries that aged past the
+ * (userspace/lib/nfsl/ttl.h), which so reads only the entries that aged past the
  * TTL. Same geometry as the store (resized at attach), pinned as
  * "parklog"; mmapable.
  */

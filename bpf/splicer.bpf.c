@@ -19,7 +19,7 @@
  *   - a helper failing: dropped (splice_failed).
  * Never is a sliced header sent on without its payload.
  * The codec (token check, checksum, header rewrite) is include/nfsl_splice.h,
- * shared with the AF_XDP engine's TX path (lib/xsk/splice.c); this file adds
+ * shared with the AF_XDP engine's TX path (userspace/lib/xsk/splice.c); this file adds
  * the skb access, the MTU check and the counters.
  */
 #include <linux/bpf.h>
@@ -77,7 +77,7 @@ static __always_inline void nfsl_residency_add(__u64 parked_ns)
 /*
  * Keys the domain retired, still recognised for a grace period (struct
  * nfsl_retired, issue 17 §1.2): pinned as <bpffs>/nfslice/@retired/
- * ns<cookie>-<domain>/keys (lib/nfsl/retired.h), so that it outlives a detach
+ * ns<cookie>-<domain>/keys (userspace/lib/nfsl/retired.h), so that it outlives a detach
  * and a domain attached again under the same name finds it. Mmapable for
  * the AF_XDP engine's splice.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * nfslice steering: hands received UDP/TCP frames to the AF_XDP sockets of
- * a user-space NF (nfslice-nf, lib/xsk), everything else to the kernel.
+ * a user-space NF (nfslice-nf, userspace/lib/xsk), everything else to the kernel.
  *
  * On an interface of a slicing domain it runs after the slicer, which
  * tail-calls it (the slicer's chain map, bpf/slicer.bpf.c): so the NF gets

@@ -4,7 +4,7 @@
  * so steering by it sends a flow's requests and replies to the same worker
  * (what a NAT or a stateful firewall on that worker needs; RSS with a
  * symmetric key does the same on a NIC). Used by the XDP steering program
- * (bpf/steer.bpf.c) and by shRing's software dispatch in lib/xsk, so both
+ * (bpf/steer.bpf.c) and by shRing's software dispatch in userspace/lib/xsk, so both
  * pick the same worker for a packet.
  *
  * The 5-tuple is folded order-independently (addresses XORed, ports

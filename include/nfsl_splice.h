@@ -4,7 +4,7 @@
  * packet's L4 checksum and rewrite its headers (NFSlicer §III-B "splice
  * operation", PayloadPark §3.3 "Merge" / Alg. 2, RFC 1624). Pure code on
  * pointers, no helpers: the tc splicer (bpf/splicer.bpf.c) and the AF_XDP
- * engine's TX path (lib/xsk/splice.c) are its two engines and add only how
+ * engine's TX path (userspace/lib/xsk/splice.c) are its two engines and add only how
  * they reach the packet and the store, so both keep the same invariants
  * (docs/format.md "Token").
  *

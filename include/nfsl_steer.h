@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Steering of received frames to the AF_XDP sockets of a user-space NF:
- * the maps shared by bpf/steer.bpf.c and lib/xsk (docs/xsk.md).
+ * the maps shared by bpf/steer.bpf.c and userspace/lib/xsk (docs/xsk.md).
  *
  * Every (interface, RX queue) the NF serves is a group of 1..n sockets
  * bound to that queue: one for privRing and shRing, one per worker for

@@ -104,7 +104,7 @@ struct nfsl_counters {
  * §2; docs/format.md "Park log"). The slicer writes the entry of the slice
  * attempt with partition clock seq (struct nfsl_alloc seq) at log index
  * partition base + seq % part_slots, the same geometry as the store, so
- * the TTL scan (lib/nfsl/ttl.h) reads each partition oldest first and
+ * the TTL scan (userspace/lib/nfsl/ttl.h) reads each partition oldest first and
  * stops at the first entry younger than the TTL: O(expired), not O(store).
  * An attempt that parked nothing leaves the entry of an older turn there.
  * Written seqlock-style (nfsl_park_log_write): seq 0 first, then the
@@ -219,7 +219,7 @@ struct nfsl_iface {
  * tenant's burst never ages, evicts or takes another tenant's payloads.
  * size is its quota; traffic over it passes unsliced (skipped_quota),
  * never dropped. nfsliced's dynamic mode moves the regions toward measured
- * demand by weighted max-min (lib/nfsl/tenant.h).
+ * demand by weighted max-min (userspace/lib/nfsl/tenant.h).
  */
 struct nfsl_tenant {
 	__u32 base;   /* first slot of its region in each partition */
@@ -269,10 +269,10 @@ struct nfsl_config {
 			   * payloads toward one NF server never evict
 			   * another's (PayloadPark §6.2.3); 0 reads as 1 */
 	__u32 ttl_us;     /* TTL of a parked payload, us, applied by the
-			   * TTL scan (lib/nfsl/ttl.h: nfsliced, nfslice
+			   * TTL scan (userspace/lib/nfsl/ttl.h: nfsliced, nfslice
 			   * evict) on top of wrap-count expiry; 0: off */
 	__u32 cfg_gen;    /* configuration generation: bumped by every runtime
-			   * change (lib/nfsl/cfg.h), 0 at attach */
+			   * change (userspace/lib/nfsl/cfg.h), 0 at attach */
 	__u32 ntenants;   /* tenants, the default one included (fixed at
 			   * attach); 0: none, the whole partition is one share */
 	__u32 tenant_flags; /* NFSL_TEN_* */
@@ -285,7 +285,7 @@ struct nfsl_config {
 /*
  * Keys a domain retired and still recognises (issue 17 §1.2), one map
  * value (pinned outside the domain's directory, so that it outlives a
- * detach: lib/nfsl/retired.h). An entry counts while now < until_ns; a
+ * detach: userspace/lib/nfsl/retired.h). An entry counts while now < until_ns; a
  * free entry has until_ns 0. Writers fill the key before until_ns.
  */
 struct nfsl_retired_key {

@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "nfslice.h"
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 #include "copyin.h"
-#include "json_writer.h"
-#include "util.h"
+#include "util/json_writer.h"
+#include "util/util.h"
 
 struct adopt_opts {
 	char *name;

@@ -23,19 +23,19 @@
 #include <xdp/libxdp.h>
 
 #include "nfslice.h"
-#include "tenant.h"
-#include "cfg.h"
-#include "domain.h"
-#include "retired.h"
+#include "nfsl/tenant.h"
+#include "nfsl/cfg.h"
+#include "nfsl/domain.h"
+#include "nfsl/retired.h"
 #include "netdev.h"
-#include "ttl.h"
+#include "nfsl/ttl.h"
 #include "slicer.skel.h"
 #include "splicer.skel.h"
 
 struct attach_opts {
 	const char *name;
 	const char *nf_ports; /* comma-separated interface names, or NULL */
-	const char *tenants;  /* tenants file (lib/nfsl/tenant.h), or NULL */
+	const char *tenants;  /* tenants file (userspace/lib/nfsl/tenant.h), or NULL */
 	__u32 threshold, keep, slots, expiry;
 	__u32 ttl; /* ms, 0: off */
 	int mode; /* index into modes[] */

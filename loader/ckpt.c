@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nfslice checkpoint / restore: a domain's parked payloads, key and
- * configuration to a file and back (lib/nfsl/ckpt.h; issue 10 §7).
+ * configuration to a file and back (userspace/lib/nfsl/ckpt.h; issue 10 §7).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "nfslice.h"
-#include "ckpt.h"
-#include "json_writer.h"
-#include "util.h"
+#include "nfsl/ckpt.h"
+#include "util/json_writer.h"
+#include "util/util.h"
 
 struct ckpt_opts {
 	char *name;

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include "nfslice.h"
-#include "cfg.h"
+#include "nfsl/cfg.h"
 #include "copyin.h"
-#include "retired.h"
-#include "util.h"
+#include "nfsl/retired.h"
+#include "util/util.h"
 
 /* A configuration change of the domain at @dir (cfg.h), under the
  * host-wide lock: *@lock when it is held (>= 0: the switch takes it once,

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 #include <linux/types.h>
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 #include "nfsl_store.h"
 
 /* The threshold of the domain at @dir, in place (a map write: the switch

@@ -17,7 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "nfslice.h"
-#include "json_writer.h"
+#include "util/json_writer.h"
 
 struct events_opts {
 	char *name;

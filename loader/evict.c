@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nfslice evict: one TTL scan of a domain now (issue 10 §2; lib/nfsl/ttl.h),
+ * nfslice evict: one TTL scan of a domain now (issue 10 §2; userspace/lib/nfsl/ttl.h),
  * what nfsliced does every TTL / 4, for tests, cron and hosts without the
  * daemon; and what it evicted.
  */
@@ -10,10 +10,10 @@
 #include <net/if.h>
 
 #include "nfslice.h"
-#include "cfg.h"
-#include "json_writer.h"
-#include "ttl.h"
-#include "util.h"
+#include "nfsl/cfg.h"
+#include "util/json_writer.h"
+#include "nfsl/ttl.h"
+#include "util/util.h"
 
 struct evict_opts {
 	const char *name;

@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "nfslice.h"
-#include "domain.h"
-#include "domains.h"
-#include "retired.h"
-#include "holding.h"
-#include "json_writer.h"
-#include "netns.h"
+#include "nfsl/domain.h"
+#include "nfsl/domains.h"
+#include "nfsl/retired.h"
+#include "nfsl/holding.h"
+#include "util/json_writer.h"
+#include "nfsl/netns.h"
 
 struct list_opts {
 	bool json;

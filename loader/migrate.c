@@ -18,7 +18,7 @@
  * instance is attached holding, the old slicer stops, the old store's
  * busy slots (index, generation, payload, metadata, parked time with a
  * clock reference) and every slot's generation are copied into the new
- * store through a checkpoint image in memory (lib/nfsl/ckpt.h), the old
+ * store through a checkpoint image in memory (userspace/lib/nfsl/ckpt.h), the old
  * key becomes the new instance's key_old, the new one starts slicing and
  * honours both keys (NFSL_CFG_KEY_OLD), the old domain is detached without
  * a drain. The old headers still in flight then splice on the new
@@ -51,17 +51,17 @@
 #include <jansson.h>
 
 #include "nfslice.h"
-#include "cfg.h"
-#include "ckpt.h"
+#include "nfsl/cfg.h"
+#include "nfsl/ckpt.h"
 #include "copyin.h"
 #include "nfsl_store.h"
-#include "domains.h"
-#include "holding.h"
-#include "json_writer.h"
-#include "netns.h"
+#include "nfsl/domains.h"
+#include "nfsl/holding.h"
+#include "util/json_writer.h"
+#include "nfsl/netns.h"
 #include "remote.h"
-#include "retired.h"
-#include "util.h"
+#include "nfsl/retired.h"
+#include "util/util.h"
 
 enum { MODE_DRAIN, MODE_COPY };
 static const char *const migrate_modes[] = { "drain", "copy", NULL };

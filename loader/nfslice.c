@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "nfslice.h"
-#include "domain.h"
-#include "json_writer.h"
-#include "version.h"
+#include "nfsl/domain.h"
+#include "util/json_writer.h"
+#include "util/version.h"
 
 static const struct nfsl_cmd *const cmds[] = {
 	&nfsl_cmd_attach, &nfsl_cmd_detach, &nfsl_cmd_repair, &nfsl_cmd_status,

@@ -5,11 +5,11 @@
 
 #include <stdbool.h>
 #include <net/if.h>
-#include "caps.h"
-#include "cli.h"
-#include "log.h"
-#include "params.h"
-#include "domain.h"
+#include "util/caps.h"
+#include "util/cli.h"
+#include "util/log.h"
+#include "util/params.h"
+#include "nfsl/domain.h"
 
 extern const struct nfsl_cmd nfsl_cmd_attach, nfsl_cmd_detach,
 	nfsl_cmd_repair, nfsl_cmd_status, nfsl_cmd_stats, nfsl_cmd_list,

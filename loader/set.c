@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nfslice set: change a domain's configuration while it runs (issue 10
- * §3; lib/nfsl/cfg.h): through nfsliced when it serves its socket, on the
+ * §3; userspace/lib/nfsl/cfg.h): through nfsliced when it serves its socket, on the
  * pins otherwise; the same change, the same lock and generation either way.
  */
 #include <errno.h>
@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "nfslice.h"
-#include "cfg.h"
-#include "ctl.h"
-#include "json_writer.h"
-#include "tenant.h"
+#include "nfsl/cfg.h"
+#include "nfsl/ctl.h"
+#include "util/json_writer.h"
+#include "nfsl/tenant.h"
 
 struct set_opts {
 	char *name;

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "nfslice.h"
-#include "domain.h"
-#include "retired.h"
-#include "json_writer.h"
-#include "util.h"
+#include "nfsl/domain.h"
+#include "nfsl/retired.h"
+#include "util/json_writer.h"
+#include "util/util.h"
 
 struct show_opts {
 	const char *name;

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nfslice tenants: a domain's tenants, their quotas, rules' effect and
- * occupancy (issue 10 §5; lib/nfsl/tenant.h).
+ * occupancy (issue 10 §5; userspace/lib/nfsl/tenant.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nfslice.h"
-#include "json_writer.h"
-#include "tenant.h"
+#include "util/json_writer.h"
+#include "nfsl/tenant.h"
 
 struct tenants_opts {
 	char *name;

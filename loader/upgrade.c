@@ -22,9 +22,9 @@
 #include <linux/if_link.h>
 
 #include "nfslice.h"
-#include "json_writer.h"
+#include "util/json_writer.h"
 #include "netdev.h"
-#include "util.h"
+#include "util/util.h"
 #include "slicer.skel.h"
 #include "splicer.skel.h"
 

@@ -5,7 +5,7 @@
   fwgen.py rules -n 10000 --deny 0.3 --seed 1 -o fw.rules
   fwgen.py trace --rules fw.rules -n 100000 --hit 0.5 --seed 1 -o fw.trace
 
-rules: RULES rules in the format of lib/nf/nfsl_nf_fw.h, with the structure of
+rules: RULES rules in the format of userspace/lib/nf/nfsl_nf_fw.h, with the structure of
 ClassBench's ACL seeds (Taylor & Turner, "ClassBench: a packet
 classification benchmark", INFOCOM 2005): addresses from a hierarchy of
 sites, subnets and hosts, so rules nest and overlap; many /32 and /24
@@ -137,7 +137,7 @@ def gen_rules(args):
     sp4, sp6 = Space(rng, False), Space(rng, True)
     out = [f"# fwgen.py rules -n {args.n} --deny {args.deny} --v6 {args.v6} "
            f"--seed {args.seed}",
-           "# [@]SRC DST SPORT DPORT PROTO ACTION (lib/nf/nfsl_nf_fw.h)"]
+           "# [@]SRC DST SPORT DPORT PROTO ACTION (userspace/lib/nf/nfsl_nf_fw.h)"]
     for _ in range(args.n):
         v6 = rng.random() < args.v6
         sp = sp6 if v6 else sp4

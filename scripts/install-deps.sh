@@ -35,7 +35,7 @@ if ! mount | grep -q ' /sys/fs/bpf type bpf'; then
 	mount -t bpf bpf /sys/fs/bpf
 fi
 
-# bcc (tools/bcc/) compiles its C with kernel headers at run time. This
+# bcc (userspace/bcc/) compiles its C with kernel headers at run time. This
 # kernel ships none (no /lib/modules/$(uname -r), no CONFIG_IKHEADERS):
 # Debian's newest linux-headers-*-amd64 (the linux-headers-amd64
 # metapackage) serve the compiler, linked as Debian links its own

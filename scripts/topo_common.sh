@@ -63,7 +63,7 @@ topo_detach_all() {
 
 # topo_delete_ns NS...: delete the namespaces NS (those that exist), then
 # let `nfslice gc` remove the retired keys their detached domains left
-# (lib/nfsl/retired.h: kept for their grace period next to the namespace's
+# (userspace/lib/nfsl/retired.h: kept for their grace period next to the namespace's
 # probe, dropped once the namespace is gone, which the kernel finishes
 # asynchronously, often a second later). Waits at most 10 s for that;
 # TOPO_RETIRED_WAIT=0: not at all (the test suite collects them once, at

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nfslice-bench-nf - what the NFs of lib/nf cost per packet, in ns, run as
+ * nfslice-bench-nf - what the NFs of userspace/lib/nf cost per packet, in ns, run as
  * nfslice-nf runs them (bursts of 64, one worker), on four kinds of frame:
  *   full-64     64 B UDP frames
  *   full-1514   1514 B UDP frames
@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "nfsl_csum.h"
-#include "nfsl_nf.h"
-#include "util.h"
+#include "nf/nfsl_nf.h"
+#include "util/util.h"
 
 #define BURST 64
 #define FLOWS 1024
@@ -216,7 +216,7 @@ static void close_chain(struct bench *b)
 static void usage(void)
 {
 	printf("Usage: nfslice-bench-nf [--cpu N] [--rules N] [--json] [NF[,NF...] ...]\n"
-	       "NF-core cost of lib/nf's NFs in ns per packet (bursts of 64, one worker) on\n"
+	       "NF-core cost of userspace/lib/nf's NFs in ns per packet (bursts of 64, one worker) on\n"
 	       "full 64 B and 1514 B frames, sliced 1514 B packets (74 B headers with their\n"
 	       "original length) and unsliced frames of a sliced header's size; the ratio\n"
 	       "sliced / same-size is NFSlicer §VI-C's (target <= 1.11, i.e. >= 90%% of the\n"

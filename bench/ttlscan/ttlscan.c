@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nfslice-bench-ttl - what one TTL scan (lib/nfsl/ttl.h, issue 10 §2)
+ * nfslice-bench-ttl - what one TTL scan (userspace/lib/nfsl/ttl.h, issue 10 §2)
  * costs per N slots (default 65536), through nfsl_ttl_open and
  * nfsl_ttl_scan as nfsliced calls them, on maps made as nfslice attach
  * makes a domain's (mmapable BPF arrays for the store, park log and
@@ -31,11 +31,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "domain.h"
-#include "json_writer.h"
+#include "nfsl/domain.h"
+#include "util/json_writer.h"
 #include "nfsl_store.h"
-#include "ttl.h"
-#include "util.h"
+#include "nfsl/ttl.h"
+#include "util/util.h"
 
 #define TTL_US 10000
 #define MAX_REPS 1001
@@ -220,7 +220,7 @@ static unsigned long arg(const char *name, const char *v, unsigned long lo, unsi
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: nfslice-bench-ttl [--slots N] [--reps N] [--cpu N] [--json]\n"
-		   "What one TTL scan (lib/nfsl/ttl.h) costs on a domain of N slots (default\n"
+		   "What one TTL scan (userspace/lib/nfsl/ttl.h) costs on a domain of N slots (default\n"
 		   "65536), one partition per possible CPU, TTL 10 ms: every entry expired and\n"
 		   "its payload still parked (all evicted), every entry expired and its payload\n"
 		   "spliced (none evicted), every entry young; caches warm and flushed (cold).\n"

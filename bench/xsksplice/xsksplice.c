@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nfslice-bench-xsksplice - ns per frame of nfsl_xsk_splice (lib/xsk/
+ * nfslice-bench-xsksplice - ns per frame of nfsl_xsk_splice (userspace/lib/xsk/
  * splice.c), the AF_XDP engine's inline splice, on maps made as nfslice
  * attach makes a domain's (an mmapable store; the config map mmapable as
  * attach makes it now, or not, as an older nfslice made it):
@@ -32,10 +32,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-#include "domain.h"
-#include "json_writer.h"
+#include "nfsl/domain.h"
+#include "util/json_writer.h"
 #include "nfsl_splice.h"
-#include "nfsl_xsk_splice.h"
+#include "xsk/nfsl_xsk_splice.h"
 
 #define SLOTS 64
 #define ROOM 2048

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 #include "fuzz.h"
 
 /* The first input byte's bits, in both checkpoint targets. */

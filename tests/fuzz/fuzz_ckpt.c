@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: checkpoint images, versions 1 and 2 (lib/nfsl/ckpt.c:
+ * libFuzzer target: checkpoint images, versions 1 and 2 (userspace/lib/nfsl/ckpt.c:
  * nfsl_ckpt_parse, nfsl_ckpt_next, nfsl_ckpt_import; docs/format.md
  * "Checkpoint file"). What nfslice restore reads from a file.
  * Input: one mode byte (FUZZ_RESEAL, FUZZ_TRUSTED, FUZZ_LIVE of

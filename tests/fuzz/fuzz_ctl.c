@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: nfsliced's control protocol request parser (issue 17
  * §1.4; docs/manager.md "Control protocol"). The input is the byte stream
- * of one client connection, taken as the daemon takes it (manager/conn.c):
+ * of one client connection, taken as the daemon takes it (userspace/nfsliced/conn.c):
  * appended in reads of 1-64 bytes (the first input byte picks the size,
  * so lines split across reads are covered), each complete line framed by
  * nfsl_ctl_take_line and checked by nfsl_ctl_req_parse, a connection
@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "ctl.h"
+#include "util/cli.h"
+#include "nfsl/ctl.h"
 
 #define CHECK(cond)                                                              \
 	do {                                                                     \

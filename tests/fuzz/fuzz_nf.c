@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: the NF rule files and option strings of nfslice-nf
- * (lib/nf/; docs/nf.md). The first byte picks the parser (its value mod
+ * (userspace/lib/nf/; docs/nf.md). The first byte picks the parser (its value mod
  * 5; bit 3: two devices instead of one):
  *   0  a firewall rules file (nfsl_fw_rules_read); every rule parsed is
  *      printed (nfsl_fw_rule_str) and must read back to the same line; the
@@ -15,8 +15,8 @@
  * file.
  */
 #include "fuzz.h"
-#include "nfsl_nf.h"
-#include "nfsl_nf_fw.h"
+#include "nf/nfsl_nf.h"
+#include "nf/nfsl_nf_fw.h"
 
 #define MAX_OPTS 16
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: the pcap files of nfslice-pktgen --pcap
- * (pktgen/pcap.c: pg_pcap_load; docs/pktgen.md). The first byte picks the
+ * (userspace/nfslice-pktgen/pcap.c: pg_pcap_load; docs/pktgen.md). The first byte picks the
  * largest frame (64 + byte x 12 bytes, as the MTU sets it), the rest is
  * the file.
  */
@@ -10,7 +10,7 @@
 #include "fuzz.h"
 #include "pg.h"
 
-/* pcap.c's messages go through nfsl_msg (lib/util/cli.c): formatted here,
+/* pcap.c's messages go through nfsl_msg (userspace/lib/util/cli.c): formatted here,
  * not printed, so that a run is not its messages. */
 int nfsl_msg(const char *prefix, const char *fmt, ...)
 {

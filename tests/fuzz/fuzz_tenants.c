@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: the tenants file of nfslice attach --tenants and
- * nfslice tenants (lib/nfsl/tenant.c: nfsl_tenants_parse, then
+ * nfslice tenants (userspace/lib/nfsl/tenant.c: nfsl_tenants_parse, then
  * nfsl_tenants_config onto a store of 2 CPUs x 2 partitions x 512 slots;
  * docs/manager.md "Tenants"). Input: the file.
  */
 #include "fuzz.h"
-#include "tenant.h"
+#include "nfsl/tenant.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

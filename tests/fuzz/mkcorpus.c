@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <zlib.h>
 
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 #include "../unit/ckpt_v1.h"
 #include "ckpt_reseal.h"
 

@@ -89,7 +89,7 @@ def run_namespaces():
 
 
 def run_retired():
-    """The retired-key lists (lib/nfsl/retired.h) of this run's namespaces:
+    """The retired-key lists (userspace/lib/nfsl/retired.h) of this run's namespaces:
     BPFFS/nfslice/@retired/ns<cookie>-<domain>, one per domain detached."""
     top = BPFFS / "nfslice" / "@retired"
     return sorted(p for c in COOKIES for p in top.glob(f"ns{c}-*"))

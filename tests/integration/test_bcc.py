@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The bcc tools (tools/bcc/, issue 10 §4): nfslice-drops and nfslice-top.
+"""The bcc tools (userspace/bcc/, issue 10 §4): nfslice-drops and nfslice-top.
 
 One rig, one domain (--ttl 0: an nfsliced on the host never evicts behind
 the test's back), an nftables table in the DUT that drops UDP to DROP_PORT
@@ -44,7 +44,7 @@ import pytest
 
 from nfrig import NFSLICE, PY, ROOT, describe, must, name, run
 
-TOOLS = ROOT / "tools" / "bcc"
+TOOLS = ROOT / "userspace" / "bcc"
 DROPS = TOOLS / "nfslice-drops"
 TOP = TOOLS / "nfslice-top"
 DOMAIN = "bcc"

@@ -624,7 +624,7 @@ def git_describe():
 
 def test_version():
     """Every tool prints "TOOL VERSION" on stdout and exits 0; the three
-    print one version, from one place (lib/util/version.c plus the
+    print one version, from one place (userspace/lib/util/version.c plus the
     build's git describe)."""
     versions = set()
     for tool in TOOLS:

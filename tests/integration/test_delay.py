@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""nfslice-delay (delay/): the constant-delay line on a TAP device that
+"""nfslice-delay (userspace/nfslice-delay/): the constant-delay line on a TAP device that
 stands in for an NF's processing delay (netem is not in this kernel).
 
 Standalone, in a namespace of its own: frames the kernel sends out of the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The NFs of lib/nf in nfslice-nf, with slicing (issue 9).
+"""The NFs of userspace/lib/nf in nfslice-nf, with slicing (issue 9).
 
 Inline (nfxsk.py's gen - DUT - sink rig; the NF on the slicing host,
 `--name`: it gets sliced headers and splices before it sends):

@@ -35,7 +35,7 @@ from nfrig import ROOT, describe, must, name, poll, run
 
 PKTGEN = ROOT / "build" / "nfslice-pktgen"
 SINK_OBJ = ROOT / "build" / ".output" / "pktgen_sink.bpf.o"
-MIX = ROOT / "pktgen" / "mixes" / "enterprise.mix"
+MIX = ROOT / "userspace" / "nfslice-pktgen" / "mixes" / "enterprise.mix"
 NS, FAR = name("pg"), name("pg-far")
 
 
@@ -295,7 +295,7 @@ def test_sizes_flows_stamps(sink, proto, v6, size):
 
 
 def mix_weights():
-    """SIZE -> WEIGHT of pktgen/mixes/enterprise.mix."""
+    """SIZE -> WEIGHT of userspace/nfslice-pktgen/mixes/enterprise.mix."""
     w = {}
     for line in MIX.read_text().splitlines():
         line = line.split("#")[0].strip()

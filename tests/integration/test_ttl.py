@@ -3,7 +3,7 @@
 
 Wrap-count expiry (PayloadPark Alg. 1) evicts a payload only when its
 partition turns: after a burst, the payloads of headers an NF dropped stay
-parked for ever. The TTL scan (lib/nfsl/ttl.h; nfsliced runs it every
+parked for ever. The TTL scan (userspace/lib/nfsl/ttl.h; nfsliced runs it every
 TTL / 4, `nfslice evict` once) frees every payload parked longer than the
 TTL whose slot still holds it, reading only the slicer's park log entries
 older than the TTL.

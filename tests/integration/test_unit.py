@@ -27,7 +27,7 @@ from nfload import free_port, scrape
 from nfrig import NFSLICE, ROOT, describe, must, name, poll, run
 from nfsltopo import start_process, stop_process
 
-UNIT = ROOT / "manager" / "nfsliced.service"
+UNIT = ROOT / "userspace" / "nfsliced" / "nfsliced.service"
 NFSLICED = ROOT / "build" / "nfsliced"
 
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 
 #define CKPT_V1_FIXED offsetof(struct nfsl_ckpt_hdr, clock)
 #define CKPT_V1_CFG offsetof(struct nfsl_config, key_old)

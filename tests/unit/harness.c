@@ -20,9 +20,9 @@
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
-#include "domain.h"
-#include "log.h"
-#include "util.h"
+#include "nfsl/domain.h"
+#include "util/log.h"
+#include "util/util.h"
 
 struct harness H;
 const __u64 h_key[2] = { 0x8a3f1c5e9b2d4f60ULL, 0x17e4b2a9c6d85f31ULL };

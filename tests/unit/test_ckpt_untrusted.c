@@ -23,7 +23,7 @@
 #include <criterion/criterion.h>
 #include <zlib.h>
 
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 #include "ckpt_v1.h"
 
 TestSuite(ckpt_untrusted, .timeout = 30);

@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "domain.h"
-#include "params.h"
+#include "util/cli.h"
+#include "nfsl/domain.h"
+#include "util/params.h"
 
 struct t_opts {
 	const char *name;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Copy-mode migration (issue 10 §7; docs/manager.md "Migration (copy
- * mode)"): the slot import of lib/nfsl/ckpt.h and the second key.
+ * mode)"): the slot import of userspace/lib/nfsl/ckpt.h and the second key.
  *
  * copy: through BPF_PROG_TEST_RUN, payloads sliced under key A are taken
  * into an image, the domain gets key B and an empty store, the image is
@@ -32,11 +32,11 @@
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
-#include "ckpt.h"
+#include "nfsl/ckpt.h"
 #include "ckpt_v1.h"
-#include "util.h"
+#include "util/util.h"
 #include "nfsl_token.h"
-#include "nfsl_xsk_splice.h"
+#include "xsk/nfsl_xsk_splice.h"
 
 static const __u64 key_b[2] = { 0x0123456789abcdefULL, 0xfedcba9876543210ULL };
 
@@ -161,7 +161,7 @@ static void key_old(bool on)
 		H.cfg.flags |= NFSL_CFG_KEY_OLD;
 	else
 		H.cfg.flags &= ~NFSL_CFG_KEY_OLD;
-	H.cfg.cfg_gen++; /* as every writer does (lib/nfsl/cfg.h) */
+	H.cfg.cfg_gen++; /* as every writer does (userspace/lib/nfsl/cfg.h) */
 	h_write_config();
 }
 
@@ -284,7 +284,7 @@ Test(copy, drop_notice_under_old_key)
 	munmap(slots, H_STORE_SLOTS * sizeof(struct nfsl_slot));
 }
 
-/* The AF_XDP engine's splice (lib/xsk/splice.c) reads the same codec: the
+/* The AF_XDP engine's splice (userspace/lib/xsk/splice.c) reads the same codec: the
  * old key with the flag in the configuration it opened with, only then. */
 Test(copy, xsk_splice_under_old_key)
 {

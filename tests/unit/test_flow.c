@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Steering decisions shared by bpf/steer.bpf.c and lib/xsk's shRing
+ * Steering decisions shared by bpf/steer.bpf.c and userspace/lib/xsk's shRing
  * dispatch (include/nfsl_flow.h, include/nfsl_steer.h): the flow hash is
  * symmetric, picks stay in range and spread, and the NAT port ranges cover
  * every port from the start exactly once.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nf_fw: the stateless firewall NF (lib/nf/nfsl_nf_fw.h), no root:
+ * nf_fw: the stateless firewall NF (userspace/lib/nf/nfsl_nf_fw.h), no root:
  *   - the classifier against a linear first-match reference written here
  *     (prefix masks, not the classifier's ranges) over seeded ClassBench-
  *     like rule sets of 100, 1,000 and 10,000 rules, IPv4 and IPv6 mixed,
@@ -23,7 +23,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 
-#include "nfsl_nf_fw.h"
+#include "nf/nfsl_nf_fw.h"
 
 TestSuite(nf_fw, .timeout = 120);
 

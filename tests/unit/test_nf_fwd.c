@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fwd and l2fwd's check (lib/nf/fwd.c, basic.c; issue 17 §4), in user
+ * fwd and l2fwd's check (userspace/lib/nf/fwd.c, basic.c; issue 17 §4), in user
  * space on crafted frames:
  *   - fwd: the next hop's MAC as destination and the outgoing device's as
  *     source, out of the other of two devices; TTL - 1 with the IPv4 header
@@ -21,8 +21,8 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 
-#include "nfsl_nf.h"
-#include "nfsl_nf_fwd.h"
+#include "nf/nfsl_nf.h"
+#include "nf/nfsl_nf_fwd.h"
 
 extern const struct nfsl_nf_ops nfsl_nf_l2fwd;
 

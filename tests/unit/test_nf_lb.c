@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The Maglev load balancer NF (lib/nf/lb.c), in user space, no root:
+ * The Maglev load balancer NF (userspace/lib/nf/lb.c), in user space, no root:
  *   - the table against Maglev's Pseudocode 1 (NSDI'16 §3.4) written here
  *     from the paper with a stored permutation matrix;
  *   - balance: entries per backend for 5, 10, 100 and 655 equal backends;
@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 
-#include "nfsl_nf_lb.h"
+#include "nf/nfsl_nf_lb.h"
 #include "nfsl_consts.h"
 #include "check.h"
 #include "pkt.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The nat NF (lib/nf/nat.c, nfsl_nf_nat.h) as a pure function over bursts
+ * The nat NF (userspace/lib/nf/nat.c, nfsl_nf_nat.h) as a pure function over bursts
  * with a fake clock: translation both ways judged byte for byte against
  * frames built with the translated addresses and checksums from the
  * reference (ref.c, RFC 1071 from scratch), port allocation, filtering of
@@ -18,7 +18,7 @@
 
 #include "nfsl_csum.h"
 #include "nfsl_hdr.h"
-#include "nfsl_nf_nat.h"
+#include "nf/nfsl_nf_nat.h"
 #include "ref.h"
 
 #define FR_MAX 2048

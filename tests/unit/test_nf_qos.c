@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The srTCM NF (lib/nf/qos.c), in user space, no root:
+ * The srTCM NF (userspace/lib/nf/qos.c), in user space, no root:
  *   - every packet's color against RFC 2697 §3-§4 written here
  *     independently: tokens counted from the meter's start time in 128-bit
  *     arithmetic (the k-th token at k/CIR s), given to Tc then Te, over
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <criterion/criterion.h>
 
-#include "nfsl_nf_qos.h"
+#include "nf/nfsl_nf_qos.h"
 #include "nfsl_consts.h"
 #include "check.h"
 #include "pkt.h"

@@ -13,9 +13,9 @@
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
-#include "domain.h"
-#include "nfsl_xsk_splice.h"
-#include "util.h"
+#include "nfsl/domain.h"
+#include "xsk/nfsl_xsk_splice.h"
+#include "util/util.h"
 
 TestSuite(replay, .init = h_setup, .fini = h_teardown, .timeout = 30);
 

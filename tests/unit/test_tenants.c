@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Tenants (issue 10 §5, lib/nfsl/tenant.h): the slicer's classification
+ * Tenants (issue 10 §5, userspace/lib/nfsl/tenant.h): the slicer's classification
  * (destination prefix, outer VLAN, ingress interface, default) and each
  * tenant's region of the partition under BPF_PROG_TEST_RUN: a tenant's
  * burst never takes, ages or evicts another tenant's payloads, traffic
@@ -21,7 +21,7 @@
 #include "harness.h"
 #include "nfsl_structs.h"
 #include "pkt.h"
-#include "tenant.h"
+#include "nfsl/tenant.h"
 
 TestSuite(tenants, .init = h_setup, .fini = h_teardown, .timeout = 60);
 

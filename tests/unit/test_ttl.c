@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * TTL eviction (lib/nfsl/ttl.h, issue 10 §2): the scan over a store and
+ * TTL eviction (userspace/lib/nfsl/ttl.h, issue 10 §2): the scan over a store and
  * park log in memory, written as the slicer writes them (nfsl_slot_take,
  * nfsl_park_log_write): expired against young entries, payloads released
  * or parked again meanwhile, restored ones, log overruns, attempts that
@@ -25,8 +25,8 @@
 #include "harness.h"
 #include "nfsl_store.h"
 #include "pkt.h"
-#include "ttl.h"
-#include "util.h"
+#include "nfsl/ttl.h"
+#include "util/util.h"
 
 /* ---- a store and park log in memory ---------------------------------- */
 
@@ -157,7 +157,7 @@ Test(ttl_mem, released_and_reclaimed)
 	sim_fini(&m);
 }
 
-/* Restore (lib/nfsl/ckpt) writes a saved generation into a slot: one that
+/* Restore (userspace/lib/nfsl/ckpt) writes a saved generation into a slot: one that
  * equals an old entry's does not make that entry's eviction apply, since
  * the parked time differs. */
 Test(ttl_mem, restored_same_generation)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The AF_XDP datapath's lock-careful structures, in user space, no root:
- *   xsk_pool   the two-level frame allocator (lib/xsk/nfsl_xsk_pool.h):
+ *   xsk_pool   the two-level frame allocator (userspace/lib/xsk/nfsl_xsk_pool.h):
  *              exact order against a reference model (LIFO, refill under
  *              the cache, drain of the oldest at 1.5x), short gets from an
  *              empty pool, and threads trading frames for half a second
@@ -27,10 +27,10 @@
 #include <time.h>
 #include <criterion/criterion.h>
 
-#include "nfsl_xsk_pool.h"
-#include "nfsl_xsk_rxarr.h"
-#include "nfsl_xsk_wset.h"
-#include "util.h"
+#include "xsk/nfsl_xsk_pool.h"
+#include "xsk/nfsl_xsk_rxarr.h"
+#include "xsk/nfsl_xsk_wset.h"
+#include "util/util.h"
 
 TestSuite(xsk_pool, .timeout = 20);
 TestSuite(xsk_rxarr, .timeout = 20);
@@ -551,7 +551,7 @@ Test(xsk_pool, concurrent_uncached)
 }
 
 #ifdef NFSL_XSK_POOL_DEBUG
-/* Only in a build of lib/xsk/pool.c with -DNFSL_XSK_POOL_DEBUG. */
+/* Only in a build of userspace/lib/xsk/pool.c with -DNFSL_XSK_POOL_DEBUG. */
 Test(xsk_pool, debug_double_free, .signal = SIGABRT)
 {
 	struct nfsl_xsk_pool p;

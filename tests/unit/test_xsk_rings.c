@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The AF_XDP datapath's rings under concurrency (lib/xsk, docs/xsk.md):
+ * The AF_XDP datapath's rings under concurrency (userspace/lib/xsk, docs/xsk.md):
  * real sockets on a veth in the test's own network namespace, several
  * worker threads receiving, dropping or sending back at once, for each
  * receive architecture. What must hold whatever the interleaving:
@@ -32,9 +32,9 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "nfsl_csum.h"
-#include "xsk_int.h"
+#include "xsk/nfsl_xsk_int.h"
 
 #define IF_A "xr0" /* the NF's interface */
 #define IF_B "xr1" /* its peer: frames are sent and received here */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The AF_XDP engine's splice (lib/xsk/splice.c) against the tc splicer: one
+ * The AF_XDP engine's splice (userspace/lib/xsk/splice.c) against the tc splicer: one
  * codec (include/nfsl_splice.h), two engines, the same bytes out. Every
  * packet kind the splice tests cover is sliced by the slicer, changed as an
  * NF on the way would change it, then spliced once by the tc splicer
@@ -22,9 +22,9 @@
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
-#include "domain.h"
+#include "nfsl/domain.h"
 #include "nfsl_splice.h"
-#include "nfsl_xsk_splice.h"
+#include "xsk/nfsl_xsk_splice.h"
 
 #define XS_ROOM 2048u /* a UMEM frame */
 #define XS_MTU 1500u

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Table-driven option parsing and help for the nfslice tools: see params.h.
+ * Man pages and bash completion from the same tables: gendoc.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/cli.h"
+#include "util/params.h"
+#include "util/version.h"
+
+/* "nfslice attach" for a subcommand, else the program's own name. */
+static const char *label(const struct nfsl_cmd *cmd)
+{
+	static char buf[64];
+
+	if (cmd->prog)
+		return cmd->prog;
+	snprintf(buf, sizeof(buf), "nfslice %s", cmd->name);
+	return buf;
+}
+
+static size_t nr_opts(const struct nfsl_cmd *cmd)
+{
+	size_t n = 0;
+
+	while (cmd->opts && cmd->opts[n].name)
+		n++;
+	return n;
+}
+
+static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
+		   void *opts, const char *arg)
+{
+	char *field = (char *)opts + o->off, *end;
+	unsigned long long v;
+
+	switch (o->type) {
+	case NFSL_OPT_STR: {
+		const char *why = o->check ? o->check(arg) : NULL;
+
+		if (why) {
+			nfsl_msg("", "%s: --%s '%s' is not valid: %s", label(cmd), o->name, arg,
+				 why);
+			return -EINVAL;
+		}
+		*(const char **)field = arg;
+		return 0;
+	}
+	case NFSL_OPT_FLAG:
+		*(bool *)field = true;
+		return 0;
+	case NFSL_OPT_U32:
+		/* Decimal digits only: strtoull would take a sign, blanks,
+		 * and with base 0 read "010" as 8 and "0x100" as 256. */
+		errno = 0;
+		v = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || arg[strspn(arg, "0123456789")] ||
+		    v < o->min || v > o->max) {
+			nfsl_msg("", "%s: --%s '%s' is not valid: give a whole number of %s "
+				 "from %u to %u, in decimal digits", label(cmd), o->name, arg,
+				 o->metavar, o->min, o->max);
+			return -EINVAL;
+		}
+		*(__u32 *)field = (__u32)v;
+		return 0;
+	case NFSL_OPT_ENUM: {
+		char list[256];
+		size_t used = 0;
+
+		for (int i = 0; o->choices[i]; i++) {
+			if (!strcmp(arg, o->choices[i])) {
+				*(int *)field = i;
+				return 0;
+			}
+		}
+		list[0] = '\0';
+		for (int i = 0; o->choices[i] && used < sizeof(list); i++)
+			used += snprintf(list + used, sizeof(list) - used, "%s %s",
+					 i ? "," : "", o->choices[i]);
+		nfsl_msg("", "%s: --%s '%s' is not valid: choose one of%s",
+			 label(cmd), o->name, arg, list);
+		return -EINVAL;
+	}
+	}
+	return -EINVAL;
+}
+
+int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
+		   void *opts, int *first)
+{
+	struct option lopts[NFSL_MAX_OPTS + 5] = {};
+	size_t n = nr_opts(cmd);
+	unsigned int npos;
+	int c, idx;
+
+	if (n > NFSL_MAX_OPTS) {
+		nfsl_msg("", "%s: option table has %zu entries, more than %d",
+			 label(cmd), n, NFSL_MAX_OPTS);
+		return -EINVAL;
+	}
+	memcpy(opts, cmd->defaults, cmd->opts_size);
+	for (size_t i = 0; i < n; i++) {
+		lopts[i].name = cmd->opts[i].name;
+		lopts[i].has_arg = cmd->opts[i].type == NFSL_OPT_FLAG ? no_argument
+								       : required_argument;
+		lopts[i].val = 256 + (int)i;
+	}
+	lopts[n].name = "help";
+	lopts[n].val = 'h';
+	if (cmd->prog) {
+		lopts[n + 1] = (struct option){ "version", no_argument, NULL, 'V' };
+		/* hidden: what make install generates */
+		lopts[n + 2] = (struct option){ "man", no_argument, NULL, 'M' };
+		lopts[n + 3] = (struct option){ "bash-completion", no_argument, NULL, 'B' };
+	}
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, cmd->prog ? ":hV" : ":h", lopts, &idx)) != -1) {
+		if (c == 'h') {
+			nfsl_cmd_help(cmd, stdout);
+			return 1;
+		}
+		if (c == 'V') {
+			nfsl_print_version(cmd->prog, stdout);
+			return 1;
+		}
+		if (c == 'M' || c == 'B') {
+			const struct nfsl_prog prog = {
+				.name = cmd->prog, .summary = cmd->summary,
+				.description = cmd->description, .env = cmd->env,
+				.exit_status = cmd->exit_status,
+				.see_also = cmd->see_also, .cmds = &cmd, .ncmds = 1,
+			};
+
+			if (c == 'M')
+				nfsl_man(&prog, stdout);
+			else
+				nfsl_bash_completion(&prog, stdout);
+			return 1;
+		}
+		if (c >= 256 && c < 256 + (int)n) {
+			if (set_opt(cmd, &cmd->opts[c - 256], opts, optarg))
+				return -EINVAL;
+			continue;
+		}
+		if (c == ':')
+			nfsl_msg("", "%s: option %s needs a value", label(cmd),
+				 argv[optind - 1]);
+		else
+			nfsl_msg("", "%s: unknown option '%s'", label(cmd),
+				 argv[optind - 1]);
+		nfsl_msg("", "See '%s --help'.", label(cmd));
+		return -EINVAL;
+	}
+	/* getopt_long permuted the positional arguments to the end. */
+	*first = optind;
+	npos = argc - optind;
+	if (npos < cmd->min_args || npos > cmd->max_args) {
+		if (npos < cmd->min_args)
+			nfsl_msg("", "%s: missing %s", label(cmd), cmd->args);
+		else
+			nfsl_msg("", "%s: unexpected argument '%s'", label(cmd),
+				 argv[optind + cmd->max_args]);
+		nfsl_msg("", "Usage: %s [OPTIONS]%s%s", label(cmd),
+			 cmd->args ? " " : "", cmd->args ? cmd->args : "");
+		return -EINVAL;
+	}
+	if (cmd->check && cmd->check(opts)) {
+		nfsl_msg("", "See '%s --help'.", label(cmd));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
+{
+	size_t n = nr_opts(cmd);
+
+	fprintf(f, "Usage: %s [OPTIONS]%s%s\n\n%s\n\n%s\n\nOptions:\n",
+		label(cmd), cmd->args ? " " : "", cmd->args ? cmd->args : "",
+		cmd->summary, cmd->description);
+	for (size_t i = 0; i < n; i++) {
+		const struct nfsl_opt *o = &cmd->opts[i];
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+			 o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
+			 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
+		fprintf(f, "  %-24s %s\n", left, o->help);
+	}
+	fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
+	if (cmd->prog)
+		fprintf(f, "  %-24s %s\n", "-V, --version", "show the version");
+	if (cmd->exit_status)
+		fprintf(f, "\nExit status:\n%s\n", cmd->exit_status);
+}
+
+void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
+{
+	int w = 8;
+
+	fprintf(f, "Usage: %s COMMAND [OPTIONS] [ARGS]\n"
+		   "       %s help [COMMAND] | version | -h, --help | -V, --version\n\n"
+		   "%s\n\nCommands:\n",
+		prog->name, prog->name, prog->description);
+	for (size_t i = 0; i < prog->ncmds; i++)
+		if ((int)strlen(prog->cmds[i]->name) > w)
+			w = strlen(prog->cmds[i]->name);
+	for (size_t i = 0; i < prog->ncmds; i++)
+		fprintf(f, "  %-*s %s\n", w, prog->cmds[i]->name, prog->cmds[i]->summary);
+	fprintf(f, "\nSee '%s help COMMAND' (or '%s COMMAND --help').\n",
+		prog->name, prog->name);
+	if (prog->exit_status)
+		fprintf(f, "\nExit status:\n%s\n", prog->exit_status);
+	if (prog->env && prog->env[0])
+		fprintf(f, "\nEnvironment:\n");
+	for (size_t i = 0; prog->env && prog->env[i]; i += 2)
+		fprintf(f, "  %-16s %s\n", prog->env[i], prog->env[i + 1]);
+}
