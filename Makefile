@@ -16,10 +16,10 @@
 
 include scripts/Makefile.common
 
-.PHONY: all bpf lib loader pktgen delay nf manager bench-bpf bench-build unit deps test \
+TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
+.PHONY: all bpf lib $(TOOLS) bench-bpf bench-build unit deps test \
 	demo bench doc install uninstall clean fuzz-build fuzz
 
-TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
 # Python + bcc, run from the source tree as userspace/bcc/NAME; installed with
 # their shared module in BCCDIR and linked from SBINDIR.
 BCC_TOOLS := nfslice-drops nfslice-top
@@ -31,7 +31,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= /etc/systemd/system
 INSTALL ?= install
 
-all: loader pktgen delay nf manager bench-bpf
+all: $(TOOLS) bench-bpf
 
 # The production datapath (slicer, splicer) and the user-space libraries
 # come first: several tools use them, and parallel sub-makes must never
@@ -42,20 +42,13 @@ bpf:
 lib: bpf
 	$(Q)$(MAKE) -C userspace/lib
 
-loader: bpf lib
+# One target per binary, named as the binary and its folder (the xdp-tools
+# rule); loader/ is the nfslice CLI.
+nfslice: bpf lib
 	$(Q)$(MAKE) -C loader
 
-pktgen: lib
-	$(Q)$(MAKE) -C userspace/nfslice-pktgen
-
-delay: lib
-	$(Q)$(MAKE) -C userspace/nfslice-delay
-
-nf: bpf lib
-	$(Q)$(MAKE) -C userspace/nfslice-nf
-
-manager: lib
-	$(Q)$(MAKE) -C userspace/nfsliced
+nfslice-pktgen nfslice-delay nfslice-nf nfsliced: bpf lib
+	$(Q)$(MAKE) -C userspace/$@
 
 # The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
 # its test), and the datapath cost driver.
