@@ -213,7 +213,7 @@ __noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cf
  * DSCP 63: the MAC decides. Under the domain's own key only: a header a
  * previous instance sliced (key_old, copy-mode migration) may enter one
  * of this instance's domain interfaces on its way to the splicer that
- * holds its copy (docs/manager.md "Copy mode").
+ * holds its copy (docs/cli.md "Copy mode").
  * Any other DSCP: only a token naming a slot of the store whose live
  * payload has the token's generation goes on to the MAC (~55 ns). Random
  * trailing bytes of ordinary traffic pass that pre-filter with a chance of

@@ -114,7 +114,7 @@
 #define NFSL_CFG_EVENTS 0x2
 /* Also honour tokens that verify under config key_old (the previous
  * instance's key), on the slots a copy-mode migration imported (issue 10
- * §7; docs/manager.md "Migration (copy mode)"). The slicer always slices
+ * §7; docs/cli.md "Migration (copy mode)"). The slicer always slices
  * under key. Set after key_old is written, cleared before it is wiped. */
 #define NFSL_CFG_KEY_OLD 0x4
 

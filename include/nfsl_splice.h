@@ -90,7 +90,7 @@ NFSL_INLINE bool nfsl_token_ours(const struct nfsl_token *t, struct nfsl_slot *s
  * nfsl_token_ours_cfg - nfsl_token_ours under the domain's key, or, while
  * @cfg has NFSL_CFG_KEY_OLD, under its key_old: a header the previous
  * instance sliced, whose payload a copy-mode migration imported into the
- * same slot with the same generation (docs/manager.md "Migration (copy
+ * same slot with the same generation (docs/cli.md "Migration (copy
  * mode)"). A token under neither key is not ours. The second MAC is paid
  * only by tokens the first refuses while the flag is set.
  */

@@ -194,7 +194,7 @@ static int tthreshold(const struct mig *m, const int *lock, __u32 threshold)
 }
 
 /*
- * Test hook (tests/integration/test_migrate.py, docs/manager.md "Killed
+ * Test hook (tests/integration/test_migrate.py, docs/cli.md "Killed
  * migrations"): NFSLICE_TEST_HOOK=kill-holding or stop-holding makes this
  * process raise SIGKILL or SIGSTOP on itself once the new instance is
  * attached holding and tagged, the point a kill used to leave it behind.

@@ -769,7 +769,7 @@ def test_missing_capability_named(clean, drop, args, missing):
     assert clean.xdp("dut", "dut0") is None
 
 
-# A user other than root with the capabilities README names (issue 17
+# A user other than root with the capabilities docs/cli.md names (issue 17
 # §4): CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN and CAP_DAC_OVERRIDE; through
 # `ip netns exec` also CAP_SYS_PTRACE and CAP_SYS_CHROOT.
 USER_CAPS = "+bpf,+net_admin,+sys_admin,+dac_override"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Copy-mode migration (issue 10 §7; docs/manager.md "Migration (copy
+ * Copy-mode migration (issue 10 §7; docs/cli.md "Migration (copy
  * mode)"): the slot import of userspace/lib/nfsl/ckpt.h and the second key.
  *
  * copy: through BPF_PROG_TEST_RUN, payloads sliced under key A are taken

@@ -13,8 +13,8 @@
  *              windows that forget, and no frame of an old window counted
  *              in a later one while workers run.
  * NFSL_XSK_BENCH=1 build/test_datapath --filter 'xsk_pool/bench' (and
- * xsk_rxarr/bench, xsk_wset/bench) prints their costs, quoted in the
- * headers.
+ * xsk_rxarr/bench, xsk_wset/bench) prints their costs, quoted in
+ * docs/benchmarks-xsk.md "Library microbenchmarks".
  */
 #include <errno.h>
 #include <pthread.h>

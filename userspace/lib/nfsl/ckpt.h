@@ -2,7 +2,7 @@
 /*
  * Checkpoint and restore of a domain's parked payloads, key and
  * configuration, and the slot import of a copy-mode migration (issue 10
- * §7; docs/manager.md "Checkpoint and restore", "Migration (copy mode)";
+ * §7; docs/cli.md "Checkpoint and restore", "Migration (copy mode)";
  * docs/format.md "Checkpoint file"; UNO §3.3.2 moves an NF's state the
  * same way: copy, then switch).
  *

@@ -40,31 +40,12 @@
  * its owner thread only (or under the caller's own lock), except
  * nfsl_xsk_cache_count.
  *
- * Lock: a pthread spinlock, the cheaper or equal here. Measured on this
- * 2-vCPU KVM guest (gcc 12 -O2, glibc 2.36), threads pinned one per vCPU,
- * while other work shared the machine (load ~2), so the ranges are wide:
- * 9-10 runs of each variant, each run the best of 5; ns per frame, i.e.
- * per get plus put of it:
- *                                                       spinlock   mutex
- *   1 thread, get 1 + put 1, size 256 (cache hit)        5.8-6.6   5.9-7.4
- *   1 thread, get 64 + put 64, size 256                  0.9-1.4   1.0-1.5
- *   1 thread, get 1 + put 1, size 0 (2 locks a frame)    27-30     29-42
- *   2 threads, frames flowing from one that gets them
- *     to one that puts them (rxbisect's pattern),
- *     size 256, bursts of 64                             2.2-6.8   2.7-10.5
- *   2 threads, get 64 + put 64, size 0 (lock per call)   2.0-4.3   1.9-8.1
- *   2 threads, get 1 + put 1, size 0 (the lock
- *     contended on every frame)                          65-122    79-246
- * The two cost the same uncontended; under contention the mutex sleeps in
- * futex() (system time shows it) while the critical sections are only a
- * copy of at most size + a burst of addresses, shorter than a sleep and a
- * wake-up. With the batches of the cache the lock is rare either way (the
- * 64-frame rows), so the choice matters little at the cache sizes used; a
- * spinlock costs more only when its holder is preempted: run at most one
- * worker per CPU. Build pool.c with -DNFSL_XSK_POOL_MUTEX for the mutex.
- * Measured by NFSL_XSK_BENCH=1 build/test_datapath --filter
- * 'xsk_pool/bench' (tests/unit/test_xsk_pool.c), the mutex column from the
- * same test built with -DNFSL_XSK_POOL_MUTEX.
+ * Lock: a pthread spinlock, the cheaper or equal here: the critical
+ * sections are shorter than a futex sleep and wake-up, and the cache's
+ * batches make the lock rare; a spinlock costs more only when its holder
+ * is preempted: run at most one worker per CPU. Build pool.c with
+ * -DNFSL_XSK_POOL_MUTEX for the mutex. Measurements (command, commit):
+ * docs/benchmarks-xsk.md "Library microbenchmarks".
  *
  * Debug: built with -DNFSL_XSK_POOL_DEBUG, the library tracks every seeded
  * frame as free or handed out (one atomic byte per frame) and aborts with a

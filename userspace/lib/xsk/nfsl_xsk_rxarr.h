@@ -37,12 +37,10 @@
  * Cost: done, one atomic OR per word touched (a burst of 64 positions
  * spread over a 2048-entry ring touches several; in order, one or two);
  * advance, a lock plus one load and one atomic AND per 64 positions
- * returned. One thread, bursts of 64 and an advance each: 1.2 ns per
- * position, in order or spread over 4 words as one of 4 round-robin
- * workers sees them (NFSL_XSK_BENCH=1 build/test_datapath --filter
- * 'xsk_rxarr/bench', 2-vCPU KVM guest). Across CPUs the bitmap's and the
- * lock's cache lines move between the workers on every burst: that
- * traffic, not measured here, is shRing's synchronization cost (§5.2).
+ * returned (measured: docs/benchmarks-xsk.md "Library microbenchmarks").
+ * Across CPUs the bitmap's and the lock's cache lines move between the
+ * workers on every burst: that traffic is shRing's synchronization cost
+ * (§5.2).
  *
  * Departures from Listing 5.1: its line 17 tests == where != is meant
  * (flush the accumulated bits when the word changes), and its lines 31-33

@@ -85,7 +85,7 @@ enum nfsl_xsk_splice_res {
  * (one map lookup, a bpf(2) system call) when the configuration generation
  * (cfg_gen, read from a read-only mmap of the config map) moved since the
  * last read, so a key_old that a copy-mode migration sets while the NF
- * runs is honoured from the first header under it on (docs/manager.md
+ * runs is honoured from the first header under it on (docs/cli.md
  * "Copy mode"), and random trailers that pass the token pre-check cost no
  * system call. A config map that is not mmapable (a domain attached by an
  * older nfslice) is re-read at most once per NFSL_XSK_REREAD_NS. @d may be closed

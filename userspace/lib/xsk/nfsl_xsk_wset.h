@@ -43,9 +43,8 @@
  * worker that does not run during a window (asleep in poll) contributes
  * nothing to it, which is right: it received nothing.
  *
- * Cost per frame: the mark, 0.9 ns for frames at random over 4Ki or 64Ki
- * frames (bitmaps of 512 B and 8 KiB, in L1/L2; NFSL_XSK_BENCH=1
- * build/test_datapath --filter 'xsk_wset/bench'); per burst: one load of
+ * Cost per frame: the mark (measured: docs/benchmarks-xsk.md "Library
+ * microbenchmarks"); per burst: one load of
  * the shared epoch, a line that changes once per window. Per window:
  * nworkers x nframes / 64 loads for the roller, nframes / 8 bytes cleared
  * by each active worker.
