@@ -57,7 +57,7 @@ nf: bpf lib
 manager: lib
 	$(Q)$(MAKE) -C userspace/nfsliced
 
-# The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
+# The benchmarks' BPF programs (latency_sink is loaded by scripts/nfsl/lat.py and
 # its test), and the datapath cost driver.
 bench-bpf:
 	$(Q)$(MAKE) -C bench bpf

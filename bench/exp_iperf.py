@@ -83,10 +83,8 @@ import time
 from math import comb
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import benchlib as B        # noqa: E402
-import cpustat              # noqa: E402
+from nfsl import bench as B
+from nfsl import cpustat
 
 VARIANTS = ("none", "xdp_pass", "noslice", "slice")
 LETTER = {"none": "a", "xdp_pass": "b", "noslice": "c", "slice": "d"}

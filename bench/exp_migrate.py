@@ -8,7 +8,7 @@ usage: bench/exp_migrate.py [--quick] [--runs N] [--out DIR] [--ops LIST]
                             [--held LIST] [--load-rate PPS] [--probe-rate PPS]
                             [--fill-rate PPS] [--release-rate PPS] [--steps] ...
 
-Lab: tests/integration/nftap.py's nic_lab(), cli - nic - dut - nic - srv
+Lab: scripts/nfsl/tap.py's nic_lab(), cli - nic - dut - nic - srv
 (namespaces nfmg<pid>-*, removed at the end, also on an error or SIGTERM).
 The DUT forwards (the NF); the domain starts inline in the DUT (d0, d1;
 --ttl 0: no TTL scan of any nfsliced on the host touches it) and migration
@@ -78,11 +78,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
-import benchlib as B  # noqa: E402
-import latlib as L  # noqa: E402
-import nftap  # noqa: E402
+from nfsl import bench as B
+from nfsl import lat as L
+from nfsl import tap as nftap
 
 DOMAIN = "mg"
 LOAD_PORT, FILL_PORT = 5201, 5202

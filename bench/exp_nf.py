@@ -177,14 +177,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import benchlib as B        # noqa: E402
-import cpustat              # noqa: E402
-import exp_xsk as X         # noqa: E402
-import fwgen                # noqa: E402
-import nfsltopo             # noqa: E402
-from nfsltopo import run    # noqa: E402
+from nfsl import bench as B
+from nfsl import cpustat
+import exp_xsk as X
+from nfsl import fwgen
+from nfsl import topo as nfsltopo
+from nfsl.topo import run
 
 NFS = ("l2fwd", "fw", "nat", "lb", "qos", "fw,nat,lb")
 LOSS_MAX = 0.001            # NDR: loss < 0.1%

@@ -37,7 +37,7 @@ nfslice-nf runs its workers on --nf-cpu (all on that one CPU: 2 vCPUs), the
 generator and the veths' receive softirqs (steering, the copy into the UMEM,
 the slicer) on --gen-cpu. rxdrop drops every frame; l2fwd swaps the MACs
 and sends the frame back out of the interface it came from, to an XDP
-latency sink (bench/bpf/latency_sink.bpf.c, bench/latlib.py) on g0 / q0 that
+latency sink (bench/bpf/latency_sink.bpf.c, scripts/nfsl/lat.py) on g0 / q0 that
 counts, checks the L4 checksum of the measuring stream and drops.
 Sliced (--slicing on): `nfslice attach --name DOMAIN d0` (or dq) with the
 DUT routing the frames back out of that interface, nfslice-nf --name
@@ -153,12 +153,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import benchlib as B        # noqa: E402
-import cpustat              # noqa: E402
-import latlib as L          # noqa: E402
-from nfsltopo import run, start_process, stop_process  # noqa: E402
+from nfsl import bench as B
+from nfsl import cpustat
+from nfsl import lat as L
+from nfsl.topo import run, start_process, stop_process
 
 NF_BIN = B.ROOT / "build" / "nfslice-nf"
 SINK_OBJ = Path(L.SINK_OBJ)

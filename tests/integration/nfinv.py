@@ -44,8 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nfpkt import ones_sum  # noqa: E402
+from nfsl.pkt import ones_sum
 
 HERE = Path(__file__).resolve()
 MAGIC = b"nfiv"
@@ -58,10 +57,10 @@ if __name__ != "__main__":
 
     import pytest
 
-    import nfsltopo
-    from nfrig import NFSLICE, PY, describe, poll, run
+    from nfsl import topo as nfsltopo
+    from nfsl.rig import NFSLICE, PY, describe, poll, run
 
-    import nfrig
+    from nfsl import rig as nfrig
     BPFFS = Path("/sys/fs/bpf")
     # Namespace names of this run: the suite's per-run prefix where nfrig
     # has one (its end-of-session leftover check then covers them too),

@@ -42,7 +42,7 @@ import time
 
 import pytest
 
-from nfrig import NFSLICE, PY, ROOT, describe, must, name, run
+from nfsl.rig import NFSLICE, PY, ROOT, describe, must, name, run
 
 TOOLS = ROOT / "userspace" / "bcc"
 DROPS = TOOLS / "nfslice-drops"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-import nfrig
-from nfrig import (BPFFS, COUNTERS, MGR_COUNTERS, NETNS_DIR, NFSLICE, PY,
+from nfsl import rig as nfrig
+from nfsl.rig import (BPFFS, COUNTERS, MGR_COUNTERS, NETNS_DIR, NFSLICE, PY,
                    ROOT, describe, must, name, poll, run)
 
 PREFIX = name("cli")

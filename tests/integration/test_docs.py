@@ -7,7 +7,7 @@ NFSL_EVENTS_BYTES and struct nfsl_event. No rig: text and a compiler.
 import re
 import subprocess
 
-from nfrig import COUNTERS, MGR_COUNTERS, ROOT
+from nfsl.rig import COUNTERS, MGR_COUNTERS, ROOT
 
 STRUCTS = ROOT / "include" / "nfsl_structs.h"
 

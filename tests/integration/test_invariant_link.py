@@ -22,7 +22,7 @@ import pytest
 
 from nfinv import (CLI4, CLI6, SRV4, SRV6, assert_intact,  # noqa: F401
                    counters, nets, router)
-from nfrig import describe
+from nfsl.rig import describe
 
 GRO_FEATURES = ("rx-udp-gro-forwarding", "rx-gro-list")
 

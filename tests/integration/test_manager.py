@@ -38,11 +38,11 @@ import urllib.request
 
 import pytest
 
-import nftap
+from nfsl import tap as nftap
 from nfload import (FILE_BYTES, HTTP_PORT, NFSLICED, PORT, RAW_SEND, RECV,
                     SEND, SIZE, Daemon, finish, pcap_frames, scrape,
                     udp_endpoints)
-from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll,
+from nfsl.rig import (BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll,
                    run, settle)
 
 DOMAIN = "mgr"

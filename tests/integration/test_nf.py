@@ -75,8 +75,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 import nfpark
-import nfpkt
-from nfrig import PY, ROOT, describe, poll, run, settle
+from nfsl import pkt as nfpkt
+from nfsl.rig import PY, ROOT, describe, poll, run, settle
 from nfxsk import GEN4, GEN6, MACS, NF, SINK4, SINK6, XRig, swap_macs
 
 DOMAIN = "nf"

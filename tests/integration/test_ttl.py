@@ -39,7 +39,7 @@ from pathlib import Path
 if __name__ != "__main__":
     from nfinv import (HERE, SRV4, SRV6, assert_intact,  # noqa: F401
                        counters, nets, router)
-    from nfrig import PY, describe, poll
+    from nfsl.rig import PY, describe, poll
 
 SIZE = 1000     # UDP payload bytes: 1042/1062 B frames, sliced
 PORT = 7301

@@ -31,8 +31,8 @@ import subprocess
 
 import pytest
 
-from nfrig import NFSLICE, settle
-from nftap import Lab, summarize
+from nfsl.rig import NFSLICE, settle
+from nfsl.tap import Lab, summarize
 
 PORT = 5201
 N = 50

@@ -39,8 +39,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-import nfpkt
-from nfrig import poll, run
+from nfsl import pkt as nfpkt
+from nfsl.rig import poll, run
 from nfxsk import (GEN4, GEN6, LISTEN_PORTS, MACS, NF, PKTGEN, ROOT, SINK4,
                    SINK6, THRESHOLD, XRig, datagram, l4_valid, swap_macs)
 
@@ -521,7 +521,7 @@ def test_bad_arguments(xr, case):
 
 
 def _attach_options():
-    from nfrig import NFSLICE
+    from nfsl.rig import NFSLICE
     out = run([NFSLICE, "attach", "--help"]).stdout
     return {w.split("=")[0] for w in out.split() if w.startswith("--")}
 

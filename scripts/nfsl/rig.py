@@ -9,7 +9,7 @@ removed by Rig.destroy(), which the fixtures call from their finalizers, so a
 failing test leaves nothing behind.
 
 The topology handle itself (scripts, namespaces, processes, nfslice,
-counters) is scripts/nfsltopo.py's Topo, shared with the benchmarks and
+counters) is scripts/nfsl/topo.py's Topo, shared with the benchmarks and
 scripts/topo_check.py; AssertTopo makes its failures assertions, as the
 tests want them, and is the base of Rig and of test_topologies.py's Topo.
 
@@ -31,10 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import nfsltopo  # noqa: E402
+from nfsl import topo as nfsltopo
 # NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
-from nfsltopo import NFSLICE, ROOT  # noqa: E402,F401 (the tests import them)
+from nfsl.topo import NFSLICE, ROOT  # noqa: F401 (the tests import them)
 
 RIG_SH = nfsltopo.topo_script("rig")
 # Debian's pytest and scapy live with this interpreter (docs/platform.md).

@@ -47,7 +47,7 @@ import sys
 import time
 from pathlib import Path
 
-# Importable from a test (sys.path has tests/integration) and runnable as a
+# Importable (nfsl.tap) from the tests and benchmarks and runnable as a
 # script inside a namespace (then nfrig is not needed).
 HERE = Path(__file__).resolve()
 PY = "/usr/bin/python3"
@@ -423,7 +423,7 @@ class Lab:
     """
 
     def __init__(self, stem, nfslice):
-        import nfrig  # the suite's helpers; not needed by the scripts
+        from nfsl import rig as nfrig  # the suite's helpers; not needed by the scripts
         self.nfrig = nfrig
         name = getattr(nfrig, "name", None)
         self.tag = name(stem) if name else f"nfit-{stem}{os.getpid() % 100000}"
