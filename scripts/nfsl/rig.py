@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 
 from nfsl import topo as nfsltopo
+# The counters `nfslice stats --json` reports (COUNTERS, struct order, then
+# MGR_COUNTERS), from include/nfsl_structs.h's X-macros.
+from nfsl.counters import COUNTERS, MGR_COUNTERS  # noqa: F401
 # NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
 from nfsl.topo import NFSLICE, ROOT  # noqa: F401 (the tests import them)
 
@@ -194,22 +197,6 @@ MACS = {
     "dut1": "02:11:02:00:00:01",
     "srv0": "02:11:02:00:00:02",
 }
-
-# The counters `nfslice stats --json` reports, in struct order
-# (include/nfsl_structs.h NFSL_COUNTERS).
-COUNTERS = (
-    "sliced", "spliced", "skipped_small", "skipped_full", "skipped_quota",
-    "skipped_big",
-    "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
-    "skipped_route", "skipped_local", "skipped_l2", "skipped_mtu",
-    "dropped_gso", "slice_failed", "splice_failed", "explicit_drop",
-    "bad_notice", "parked_bytes", "events_lost", "skipped_csum",
-)
-# The counters of the evictions user space makes (the TTL scan of nfsliced
-# and nfslice evict; include/nfsl_structs.h NFSL_MGR_COUNTERS), which
-# `nfslice stats` shows after COUNTERS.
-MGR_COUNTERS = ("evicted_ttl", "ttl_scans", "ttl_walked", "ttl_overrun",
-                "ttl_raced")
 
 # setpriv arguments that drop to nobody with no groups and no capabilities
 # (setpriv clears the capability sets when the uid leaves 0).

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The Python helpers as one package (issue 18 item 4): nfsl's counter
+names come from include/nfsl_structs.h, and no Python file edits sys.path
+or has bench import the tests. No rig, no root."""
+import re
+import subprocess
+
+import pytest
+
+from nfsl import counters
+from nfsl.rig import ROOT
+
+
+def test_xmacro_reads_names_in_order():
+    text = ("#define NFSL_A(X) \\\n"
+            "\tX(one)   /* first, X(not_me) */ \\\n"
+            "\t         /* a comment line */   \\\n"
+            "\tX(TWO, two) /* upper, lower */\n"
+            "#define NFSL_B 3\n")
+    assert counters.xmacro(text, "NFSL_A") == ("one", "two")
+
+
+def test_xmacro_missing_names_the_macro():
+    with pytest.raises(RuntimeError, match=r"no #define NFSL_NOPE\(X\)"):
+        counters.xmacro("#define NFSL_A(X) X(a)\n", "NFSL_NOPE")
+
+
+def test_counters_are_the_headers():
+    """The header's lists, first and last names included (a parser that
+    lost a continuation line or a comment would miss them)."""
+    assert counters.COUNTERS[:2] == ("sliced", "spliced")
+    assert counters.COUNTERS[-1] == "skipped_csum"
+    assert len(counters.COUNTERS) == 24
+    assert counters.MGR_COUNTERS == ("evicted_ttl", "ttl_scans", "ttl_walked",
+                                     "ttl_overrun", "ttl_raced")
+    assert counters.TENANT_COUNTERS == ("attempts", "sliced", "skipped_quota",
+                                        "evicted")
+
+
+def _python_files():
+    out = subprocess.run(["git", "-C", ROOT, "ls-files", "*.py"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return [ROOT / f for f in out]
+
+
+def test_no_sys_path_edits():
+    bad = [str(f.relative_to(ROOT)) for f in _python_files()
+           if re.search(r"sys\.path\.(insert|append|extend)\(|"
+                        r"sys\.path\s*(\+?=|\[[^]]*\]\s*=)", f.read_text())]
+    assert bad == [], (f"{bad} edit sys.path: import nfsl instead "
+                       f"(scripts/nfsl/__init__.py says how it is found)")
+
+
+def test_bench_never_imports_tests():
+    bad = [str(f.relative_to(ROOT)) for f in _python_files()
+           if f.relative_to(ROOT).parts[0] in ("bench", "scripts")
+           and re.search(r"^\s*(from|import)\s+(nfload|nfxsk|nfpark|nfinv|"
+                         r"conftest|test_)|[\"']tests[\"']\s*[/,]\s*"
+                         r"[\"']integration", f.read_text(), re.M)]
+    assert bad == [], (f"{bad} reach into tests/: move the helper into "
+                       f"scripts/nfsl")
