@@ -16,7 +16,7 @@
 
 include scripts/Makefile.common
 
-.PHONY: all bpf lib loader pktgen delay nf manager bench-bpf bench-build unit deps test \
+.PHONY: all bpf lib loader pktgen delay nf manager bench-bpf test-bpf bench-build unit deps test \
 	demo bench doc install uninstall clean fuzz-build fuzz
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
@@ -31,7 +31,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= /etc/systemd/system
 INSTALL ?= install
 
-all: loader pktgen delay nf manager bench-bpf
+all: loader pktgen delay nf manager bench-bpf test-bpf
 
 # The production datapath (slicer, splicer) and the user-space libraries
 # come first: several tools use them, and parallel sub-makes must never
@@ -61,6 +61,9 @@ manager: lib
 # its test), and the datapath cost driver.
 bench-bpf:
 	$(Q)$(MAKE) -C bench bpf
+
+# The small BPF programs the integration tests load (tests/integration/bpf/).
+test-bpf: $(foreach p,foreign_pass xdp_abort,$(OUTPUT)/$(p).bpf.o)
 
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench

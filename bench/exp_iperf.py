@@ -68,14 +68,11 @@ iperf.csv (one row per run). Needs root, iperf3, perf (linux-perf),
 bpftool, build/nfslice and build/.output/xdp_pass.bpf.o (make).
 """
 import argparse
-import ctypes
 import json
 import os
-import platform
 import random
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -85,6 +82,7 @@ from pathlib import Path
 
 from nfsl import bench as B
 from nfsl import cpustat
+from nfsl import libbpf
 
 VARIANTS = ("none", "xdp_pass", "noslice", "slice")
 LETTER = {"none": "a", "xdp_pass": "b", "noslice": "c", "slice": "d"}
@@ -295,21 +293,14 @@ def one_run(rig, a, direction, variant, rnd):
 
 # ------------------------------------------------------------ profile --
 class BpfStats:
-    """bpf_enable_stats(BPF_STATS_RUN_TIME), fd form: on while open."""
-
-    NR = {"x86_64": 321, "aarch64": 280}
-    BPF_ENABLE_STATS = 32
+    """bpf_enable_stats(BPF_STATS_RUN_TIME), fd form: on while open
+    (nfsl.libbpf); off (fd None) where the kernel refuses it."""
 
     def __init__(self):
-        self.fd = None
-        nr = self.NR.get(platform.machine())
-        if nr is None:
-            return
-        libc = ctypes.CDLL(None, use_errno=True)
-        attr = ctypes.create_string_buffer(struct.pack("I", 0) + bytes(12))
-        fd = libc.syscall(ctypes.c_long(nr), ctypes.c_int(self.BPF_ENABLE_STATS),
-                          attr, ctypes.c_uint(len(attr.raw)))
-        self.fd = fd if fd >= 0 else None
+        try:
+            self.fd = libbpf.enable_stats()
+        except OSError:
+            self.fd = None
 
     def close(self):
         if self.fd is not None:

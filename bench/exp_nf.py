@@ -164,8 +164,8 @@ every trial with its counters, every NDR, every nfslice-nf session with
 its final report, summary, targets, problems), nf.csv (one row per
 trial), nf.ndr.csv and nf.fig12.csv (the summary tables), nf.ndr.png,
 nf.fig12.png. Needs root, make (build/nfslice-nf, nfslice-pktgen,
-nfslice, .output/xdp_pass.bpf.o, .output/latency_sink.bpf.o), clang, tc,
-bpftool.
+nfslice, .output/xdp_pass.bpf.o, .output/latency_sink.bpf.o,
+.output/qmap.bpf.o), tc, bpftool.
 """
 import ipaddress
 import json
@@ -1425,8 +1425,8 @@ def main(argv):
     a = parse(argv)
     if a.from_json:
         return from_json(a)
-    results = B.preflight("exp_nf.py", a, argv, files=(X.NF_BIN, X.SINK_OBJ),
-                          tools=("clang", "tc", "bpftool", "ip"))
+    results = B.preflight("exp_nf.py", a, argv, files=(X.NF_BIN, X.SINK_OBJ, X.QMAP_OBJ),
+                          tools=("tc", "bpftool", "ip"))
     if results is None:
         return 1
     tag = B.start_run(results, a, "nfbn")

@@ -138,7 +138,8 @@ every nfslice-nf session with its final report and stderr, summaries,
 targets, problems), xsk.csv (one row per trial), xsk_ndr.png (Fig. 6.4:
 NDR per architecture), xsk_variability.png (Fig. 6.7-6.9 and the stall).
 Needs root, make (build/nfslice-nf, nfslice-pktgen, nfslice,
-.output/xdp_pass.bpf.o, .output/latency_sink.bpf.o), clang, tc, bpftool.
+.output/xdp_pass.bpf.o, .output/latency_sink.bpf.o, .output/qmap.bpf.o), tc,
+bpftool.
 """
 import math
 import json
@@ -146,6 +147,7 @@ import os
 import random
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -160,10 +162,11 @@ from nfsl.topo import run, start_process, stop_process
 
 NF_BIN = B.ROOT / "build" / "nfslice-nf"
 SINK_OBJ = Path(L.SINK_OBJ)
+QMAP_OBJ = B.ROOT / "build" / ".output" / "qmap.bpf.o"
 # The tools, copied at the start (others may rebuild build/ during a run):
 # snapshot() fills it.
 BIN = {"nf": NF_BIN, "pktgen": B.PKTGEN, "nfslice": B.NFSLICE,
-       "xdp_pass": B.XDP_PASS, "sink": SINK_OBJ}
+       "xdp_pass": B.XDP_PASS, "sink": SINK_OBJ, "qmap": QMAP_OBJ}
 ARCHS = ("privring", "smallpriv", "shring", "rxbisect")
 PATHS = ("1q", "4q")
 NQ = 4                      # queues of the 4q path
@@ -189,45 +192,6 @@ ADDR = {"1q": {"src": "10.211.1.2", "dst": "10.211.2.2", "dut": "10.211.1.1",
                "dst_net": "10.211.2.0/24"},
         "4q": {"src": "10.211.3.2", "dst": "10.211.4.2", "dut": "10.211.3.1",
                "dst_net": "10.211.4.0/24"}}
-
-# tc ingress program of the 4q hop: queue from nfslice's flow hash
-# (include/nfsl_flow.h, IPv4 UDP/TCP), then out of OUT_IFINDEX. At tc
-# ingress skb->queue_mapping is the recorded RX queue + 1; the transmit path
-# (skb_tx_hash) then picks TX queue (value - 1) % queues, and veth delivers
-# on its peer's RX queue of that number.
-QMAP_C = r"""
-#include <linux/bpf.h>
-#include <linux/if_ether.h>
-#include <linux/ip.h>
-#include <linux/in.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_endian.h>
-
-static __always_inline __u32 fmix32(__u32 h)
-{
-	h ^= h >> 16; h *= 0x85ebca6b; h ^= h >> 13; h *= 0xc2b2ae35; h ^= h >> 16;
-	return h;
-}
-
-SEC("tc")
-int qmap(struct __sk_buff *skb)
-{
-	struct { struct iphdr ip; __u16 ports[2]; } h;
-	__u32 hash = 0, q;
-
-	if (skb->protocol == bpf_htons(ETH_P_IP) &&
-	    !bpf_skb_load_bytes(skb, ETH_HLEN, &h, sizeof(h)) && h.ip.ihl == 5 &&
-	    (h.ip.protocol == IPPROTO_UDP || h.ip.protocol == IPPROTO_TCP)) {
-		hash = fmix32(h.ip.protocol ^ h.ip.saddr ^ h.ip.daddr);
-		hash = fmix32(hash ^ (__u32)(h.ports[0] ^ h.ports[1]));
-	}
-	q = (__u32)(((__u64)hash * NQ) >> 32);
-	skb->queue_mapping = q + 1;
-	return bpf_redirect(OUT_IFINDEX, 0);
-}
-char LICENSE[] SEC("license") = "GPL";
-"""
-
 
 class NFError(RuntimeError):
     """nfslice-nf misbehaved: the message says how, .evidence holds it."""
@@ -408,16 +372,19 @@ class Rig:
         # makes skbs of them), the queue-mapping redirect on its tc ingress.
         self.ip(g, "link", "set", "dev", "h1", "xdpdrv", "object",
                 str(BIN["xdp_pass"]), "program", "xdp_pass")
-        src = Path(self.tmp) / "qmap.bpf.c"
-        obj = Path(self.tmp) / "qmap.bpf.o"
-        src.write_text(QMAP_C)
-        run(["clang", "-O2", "-target", "bpf", "-mcpu=v3",
-             f"-DOUT_IFINDEX={self.ifindex(g, 'q0')}", f"-DNQ={NQ}",
-             "-I/usr/include/" + os.uname().machine + "-linux-gnu",
-             "-c", str(src), "-o", str(obj)])
+        # The queue-mapping redirect (bench/bpf/qmap.bpf.c): loaded and
+        # pinned with its map, configured, then attached from the pin.
+        L.ensure_bpffs()
+        pin = Path(L.PIN_ROOT) / f"{self.tag}-qmap"
+        pin.mkdir(parents=True, exist_ok=True)
+        run(["bpftool", "prog", "load", str(BIN["qmap"]), str(pin / "prog"),
+             "pinmaps", str(pin)])
+        cfg = struct.pack("<II", self.ifindex(g, "q0"), NQ)
+        run(["bpftool", "map", "update", "pinned", str(pin / "qmap_cfg"),
+             "key", "0", "0", "0", "0", "value", *map(str, cfg)])
         self.nsx(g, "tc", "qdisc", "add", "dev", "h1", "clsact")
         self.nsx(g, "tc", "filter", "add", "dev", "h1", "ingress", "bpf",
-                 "da", "obj", str(obj), "sec", "tc")
+                 "da", "pinned", str(pin / "prog"))
         L.ensure_bpffs()
         for path, dev in (("1q", "g0"), ("4q", "q0")):
             self.sinks[path] = L.LatencySink(g, dev, DPORT, MEAS_SPORT, drop=True,
@@ -442,6 +409,7 @@ class Rig:
         for ns in self.made_ns:
             run(["ip", "netns", "del", ns], check=False)
         self.made_ns = []
+        shutil.rmtree(Path(L.PIN_ROOT) / f"{self.tag}-qmap", ignore_errors=True)
 
     def leftovers(self):
         left = []
@@ -1529,7 +1497,7 @@ def snapshot(tmp):
         dst = Path(tmp) / Path(src).name
         for _ in range(5):      # a rebuild may be writing it right now
             shutil.copy2(src, dst)
-            if k in ("xdp_pass", "sink") or run([str(dst), "--version"],
+            if k in ("xdp_pass", "sink", "qmap") or run([str(dst), "--version"],
                                                 check=False).returncode == 0:
                 break
             time.sleep(1)
@@ -1539,7 +1507,7 @@ def snapshot(tmp):
         desc[k] = {"path": str(src), "bytes": st.st_size,
                    "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime)),
                    "sha256": hashlib.sha256(dst.read_bytes()).hexdigest()}
-        if k not in ("xdp_pass", "sink"):
+        if k not in ("xdp_pass", "sink", "qmap"):
             desc[k]["version"] = run([str(dst), "--version"], check=False).stdout.strip()
         BIN[k] = dst
     L.SINK_OBJ = str(BIN["sink"])
@@ -1585,8 +1553,8 @@ def main(argv):
     a = parse(argv)
     if a.from_json:
         return from_json(a)
-    results = B.preflight("exp_xsk.py", a, argv, files=(NF_BIN, SINK_OBJ),
-                          tools=("clang", "tc", "bpftool", "ip"))
+    results = B.preflight("exp_xsk.py", a, argv, files=(NF_BIN, SINK_OBJ, QMAP_OBJ),
+                          tools=("tc", "bpftool", "ip"))
     if results is None:
         return 1
     tag = B.start_run(results, a, "nfbx")

@@ -164,29 +164,6 @@ COOKIE_PY = ("import socket, struct; "
              "print(struct.unpack('Q', s.getsockopt("
              "socket.SOL_SOCKET, 71, 8))[0])")
 
-# The TCX egress programs of a device (Linux >= 6.6), and removing one by
-# hand, through the bpf(2) syscall: bpftool 7.1 and tc do not know TCX.
-# argv: DEV [PROG_ID to detach]; prints the ids attached (before a detach).
-TCX_PY = r"""
-import ctypes, socket, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(321, cmd, buf, 128)
-    if r < 0:
-        raise OSError(ctypes.get_errno(), f"bpf({cmd})")
-    return r, buf.raw
-ifindex, TCX_EGRESS = socket.if_nametoindex(sys.argv[1]), 47
-ids = (ctypes.c_uint32 * 64)()
-_, out = bpf(16, struct.pack("IIIIQI", ifindex, TCX_EGRESS, 0, 0,
-                              ctypes.addressof(ids), 64))    # BPF_PROG_QUERY
-n = struct.unpack_from("I", out, 24)[0]
-print(" ".join(str(ids[i]) for i in range(n)))
-if len(sys.argv) > 2:
-    fd, _ = bpf(13, struct.pack("I", int(sys.argv[2])))     # GET_FD_BY_ID
-    bpf(9, struct.pack("III", ifindex, fd, TCX_EGRESS))     # BPF_PROG_DETACH
-"""
-
 # Fixed MAC addresses for the rig's veths (locally administered, unicast).
 # rig.sh leaves the kernel's random ones; the equivalence tests compare whole
 # frames captured in two different rigs, so the Ethernet headers must not
@@ -421,12 +398,13 @@ class Rig(AssertTopo):
 
     def tcx_egress(self, where, dev):
         """Ids of the TCX egress programs of DEV in WHERE."""
-        return [int(x) for x in self.check(where, PY, "-c", TCX_PY,
-                                           dev).split()]
+        return [int(x) for x in self.check(where, PY, "-m", "nfsl.libbpf",
+                                           "tcx-egress", dev).split()]
 
     def tcx_detach(self, where, dev, prog_id):
         """Remove TCX egress program PROG_ID from DEV by hand."""
-        self.check(where, PY, "-c", TCX_PY, dev, str(prog_id))
+        self.check(where, PY, "-m", "nfsl.libbpf", "tcx-egress", dev,
+                   str(prog_id))
 
     def pin_dir(self, name, where="dut"):
         """Where domain NAME of namespace WHERE keeps its pins."""

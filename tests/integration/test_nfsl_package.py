@@ -59,3 +59,22 @@ def test_bench_never_imports_tests():
                          r"[\"']integration", f.read_text(), re.M)]
     assert bad == [], (f"{bad} reach into tests/: move the helper into "
                        f"scripts/nfsl")
+
+
+def test_libbpf_command_usage():
+    """`python3 -m nfsl.libbpf` without its command: usage, exit 2."""
+    cp = subprocess.run(["/usr/bin/python3", "-m", "nfsl.libbpf"],
+                        capture_output=True, text=True, timeout=30)
+    assert (cp.returncode, cp.stdout) == (2, "")
+    assert cp.stderr == ("usage: python3 -m nfsl.libbpf tcx-egress DEV "
+                         "[PROG_ID]\n")
+
+
+def test_libbpf_errors_name_the_call():
+    """A failed libbpf call raises OSError with its errno and names the
+    call (no program has id 2**32 - 1)."""
+    from nfsl import libbpf
+    with pytest.raises(OSError, match=r"bpf_prog_get_fd_by_id\(4294967295\)"
+                       ) as e:
+        libbpf.tcx_detach(1, 2**32 - 1)
+    assert e.value.errno == 2
