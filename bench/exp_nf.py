@@ -181,12 +181,11 @@ from nfsl import bench as B
 from nfsl import cpustat
 import exp_xsk as X
 from nfsl import fwgen
+from nfsl import ndr as N
 from nfsl import topo as nfsltopo
 from nfsl.topo import run
 
 NFS = ("l2fwd", "fw", "nat", "lb", "qos", "fw,nat,lb")
-LOSS_MAX = 0.001            # NDR: loss < 0.1%
-RETRIES = 2                 # repeats of failed trials per NDR
 PROBE_HEADROOM = 1.25       # the probe's delivered rate x this: the search's guide
 FLUSH_FACTOR = 1.25         # flush: this x expiry x partition slots frames
 SPORT = X.SPORT             # flows: source ports SPORT.. (X.DPORT the dest)
@@ -862,7 +861,7 @@ def ndr(sess, g, a):
     goodput_gbps, upper_pps, limit (of the first failing trial above it),
     the trials' indexes."""
     def passes(r):
-        return r["loss_frac"] is not None and r["loss_frac"] < LOSS_MAX
+        return N.passes(r["loss_frac"])
     first = len(sess.trials)
     probes = []
     for _ in range(2):
@@ -903,27 +902,22 @@ def ndr(sess, g, a):
         if best is not None:
             lo = max(lo, min(best["achieved_pps"], hi / 1.02))
     out["step"] = (hi / lo) ** (1 / 2 ** a.bisect) if a.bisect else None
-    retries, dirty = 0, not probe["pass"]
-    for _ in range(a.bisect):
-        mid = (lo * hi) ** 0.5
-        r = None
-        for attempt in range(2):
-            if g["sliced"]:
-                sess.prepare(g, mid, lo, dirty)
-            r = sess.trial("bisect", g, mid, a.trial)
-            r["pass"] = passes(r)
-            dirty = not r["pass"]
-            if r["pass"] or retries >= RETRIES or attempt:
-                break
-            r["retried"] = True
-            retries += 1
-        if r["pass"]:
-            lo = mid
-            if best is None or r["achieved_pps"] > best["achieved_pps"]:
-                best = r
-        else:
-            hi = mid
-            fail = r
+    dirty = not probe["pass"]
+
+    def attempt(mid, lo):
+        nonlocal dirty
+        if g["sliced"]:
+            sess.prepare(g, mid, lo, dirty)
+        r = sess.trial("bisect", g, mid, a.trial)
+        r["pass"] = passes(r)
+        dirty = not r["pass"]
+        return r
+
+    lo, hi, best_b, fail_b = N.bisect(lo, hi, a.bisect, attempt, "achieved_pps")
+    if best_b is not None and (best is None or
+                               best_b["achieved_pps"] > best["achieved_pps"]):
+        best = best_b
+    fail = fail_b or fail
     # the generator could not make more than the best rate: no failure
     # above it, or the best trial fell short of its offered rate
     out["generator_bound"] = best is not None and (fail is None or (
@@ -1121,11 +1115,11 @@ def mix_part(rig, a, files, rnd, rng, trials, problems, sessions, results):
 
 # ------------------------------------------------------------ summary --
 def fmt_k(x):
-    return "-" if x is None else f"{x / 1e3:.1f}"
+    return N.fmt_scaled(x, 1e3, "{:.1f}")
 
 
 def fmt(x, f="{:.2f}"):
-    return "-" if x is None else f.format(x)
+    return N.fmt(x, f)
 
 
 def med(rs, k):
@@ -1394,21 +1388,15 @@ def plots(S, out):
 def write_results(a, res, out):
     """The summary printed; nf.json, the CSV files and the plots into OUT."""
     print_summary(res["summary"], a)
-    out = Path(out)
-    B.write_json(out / "nf.json", res)
-    B.write_csv(out / "nf.csv", csv_rows(res["trials"]))
     S = res["summary"]
+    csvs = []
     if S["ndr"]:
-        B.write_csv(out / "nf.ndr.csv", [{k: v for k, v in r.items() if not k.startswith("runs_")}
-                                         for r in S["ndr"]])
+        csvs.append(("nf.ndr.csv", [{k: v for k, v in r.items() if not k.startswith("runs_")}
+                                    for r in S["ndr"]]))
     if S["fig12"]:
-        B.write_csv(out / "nf.fig12.csv", S["fig12"])
-    try:
-        files = plots(S, out)
-    except Exception as e:      # noqa: BLE001
-        log(f"plots failed: {e!r}")
-        files = []
-    print(f"\nresults: {out / 'nf.json'}, nf.csv" + "".join(f", {f.name}" for f in files))
+        csvs.append(("nf.fig12.csv", S["fig12"]))
+    N.write_results(Path(out), "nf", res, csv_rows(res["trials"]), csvs=csvs,
+                    plots=lambda out: plots(S, out), log=log)
 
 
 def from_json(a):

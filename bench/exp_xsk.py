@@ -158,6 +158,7 @@ from pathlib import Path
 from nfsl import bench as B
 from nfsl import cpustat
 from nfsl import lat as L
+from nfsl import ndr as N
 from nfsl.topo import run, start_process, stop_process
 
 NF_BIN = B.ROOT / "build" / "nfslice-nf"
@@ -170,11 +171,11 @@ BIN = {"nf": NF_BIN, "pktgen": B.PKTGEN, "nfslice": B.NFSLICE,
 ARCHS = ("privring", "smallpriv", "shring", "rxbisect")
 PATHS = ("1q", "4q")
 NQ = 4                      # queues of the 4q path
-LOSS_MAX = 0.001            # NDR: loss < 0.1%
+LOSS_MAX = N.LOSS_MAX       # NDR: loss < 0.1%
 GEN_KEEP_UP = 0.95          # a trial counts when the generator made >= 95%
 DRAIN_S = 0.25              # traffic ends at least this long before a report
 OTHER_RETRY = 0.25          # a failed bisection trial with more of the NF's CPU
-RETRIES = 2                 # busy with other work is repeated (at most twice)
+                            # busy with other work is repeated (N.RETRIES)
 REPORT_S = 1                # nfslice-nf --stats-interval
 DPORT = 5201
 SPORT = 1024                # load: SPORT .. SPORT + flows - 1
@@ -794,7 +795,7 @@ class Session:
         the UMEM, the slicer) runs on the generator's CPU, so a receiver
         that costs more there slows the generator; what it delivers without
         loss is then its no-drop rate, flagged gen_kept_up false."""
-        return rec["loss_frac"] is not None and rec["loss_frac"] < LOSS_MAX
+        return N.passes(rec["loss_frac"])
 
 
 # ----------------------------------------------------------- the parts --
@@ -925,26 +926,16 @@ def ndr_session(rig, a, key, cap, domain, privring_ndr, trials, problems, sessio
                     a.trial_long, dlv, span=True)
         # geometric bisection between cap / 64 and cap: after K trials the
         # bracket is 64^(1/2^K) wide (K = 5: 14%) at any rate
-        lo, hi, best, retries = cap / 64, cap * 1.02, None, 0
-        for _ in range(a.bisect):
-            mid = (lo * hi) ** 0.5
+        def attempt(mid, lo):
             gens = [("load", rig.pktgen_cmd(path, size, mid, a.trial, flows=key["flows"]))]
             r = s.trial("bisect", gens, a.trial, dlv)
-            ok = s.passes(r)
-            if not ok and retries < RETRIES and \
-                    (r.get("nf_cpu_other_frac") or 0) > OTHER_RETRY:
-                # other people's work took the NF's CPU: once more
-                r["retried"] = True
-                retries += 1
-                r = s.trial("bisect", gens, a.trial, dlv)
-                ok = s.passes(r)
-            r["pass"] = ok
-            if ok:
-                lo = mid
-                if best is None or r["delivered_pps"] > best["delivered_pps"]:
-                    best = r
-            else:
-                hi = mid
+            r["pass"] = s.passes(r)
+            return r
+
+        # a failure while other people's work took the NF's CPU: once more
+        lo, hi, best, _ = N.bisect(
+            cap / 64, cap * 1.02, a.bisect, attempt, "delivered_pps",
+            may_retry=lambda r: (r.get("nf_cpu_other_frac") or 0) > OTHER_RETRY)
         out["upper_pps"] = hi
         if best is not None:
             out["ndr_pps"] = best["delivered_pps"]
@@ -1119,11 +1110,10 @@ def stall_part(rig, a, trials, problems, sessions, ndr):
 
 # ------------------------------------------------------------ summary --
 def fmt_mpps(x):
-    return "-" if x is None else f"{x / 1e6:.3f}"
+    return N.fmt_scaled(x, 1e6, "{:.3f}")
 
 
-def fmt(x, f="{:.3f}"):
-    return "-" if x is None else f.format(x)
+fmt = N.fmt
 
 
 def summarize(a, trials, ndr, caps):
@@ -1538,15 +1528,13 @@ def write_results(res, out):
     """The summary printed; xsk.json, xsk.csv and the plots into OUT."""
     S = res["summary"]
     print_summary(S)
-    out = Path(out)
-    B.write_json(out / "xsk.json", res)
-    B.write_csv(out / "xsk.csv", csv_rows(res["trials"]))
-    try:
+
+    def plots(out):
         plot_ndr(S, out / "xsk_ndr.png")
         plot_var(S, out / "xsk_variability.png")
-    except Exception as e:      # noqa: BLE001
-        log(f"plots failed: {e!r}")
-    print(f"\nresults: {out / 'xsk.json'}, xsk.csv, xsk_ndr.png, xsk_variability.png")
+        return [out / "xsk_ndr.png", out / "xsk_variability.png"]
+    N.write_results(Path(out), "xsk", res, csv_rows(res["trials"]),
+                    plots=plots, log=log)
 
 
 def main(argv):

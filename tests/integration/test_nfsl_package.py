@@ -78,3 +78,23 @@ def test_libbpf_errors_name_the_call():
                        ) as e:
         libbpf.tcx_detach(1, 2**32 - 1)
     assert e.value.errno == 2
+
+
+def test_ndr_bisect_brackets_and_retries():
+    """nfsl.ndr.bisect (exp_xsk, exp_nf): a receiver that is lossless up
+    to 1000 frames/s, whose first failure is repeated once on request."""
+    from nfsl import ndr
+    tried = []
+
+    def attempt(mid, lo):
+        tried.append(round(mid))
+        return {"rate": mid, "pass": mid <= 1000}
+
+    lo, hi, best, fail = ndr.bisect(100, 10000, 6, attempt, "rate",
+                                    may_retry=lambda r: True, retries=1)
+    assert lo <= 1000 < hi and hi / lo == pytest.approx(100 ** (1 / 64))
+    assert best["rate"] == lo and fail["rate"] == hi and "retried" not in fail
+    assert tried[:3] == [1000, 3162, 3162]       # the failure, then once more
+    assert len(tried) == 7
+    assert ndr.passes(0.0009) and not ndr.passes(0.001)
+    assert not ndr.passes(None)
