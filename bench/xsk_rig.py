@@ -169,9 +169,10 @@ class Rig:
         cfg = struct.pack("<II", self.ifindex(g, "q0"), NQ)
         run(["bpftool", "map", "update", "pinned", str(pin / "qmap_cfg"),
              "key", "0", "0", "0", "0", "value", *map(str, cfg)])
-        self.nsx(g, "tc", "qdisc", "add", "dev", "h1", "clsact")
-        self.nsx(g, "tc", "filter", "add", "dev", "h1", "ingress", "bpf",
-                 "da", "pinned", str(pin / "prog"))
+        # nsenter, not ip netns exec: the host's bpffs stays visible.
+        run(L.nsenter(g, ["tc", "qdisc", "add", "dev", "h1", "clsact"]))
+        run(L.nsenter(g, ["tc", "filter", "add", "dev", "h1", "ingress", "bpf",
+                          "da", "pinned", str(pin / "prog")]))
         L.ensure_bpffs()
         for path, dev in (("1q", "g0"), ("4q", "q0")):
             self.sinks[path] = L.LatencySink(g, dev, DPORT, MEAS_SPORT, drop=True,
