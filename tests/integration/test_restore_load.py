@@ -28,7 +28,7 @@ import pytest
 from nfsl import tap as nftap
 from nfload import FILE_BYTES, HTTP_PORT, finish, udp_endpoints
 from nfsl.rig import PY, describe, must, name, poll, settle
-from test_cli import CT_LIBERAL
+from cli_fixtures import CT_LIBERAL
 
 DOMAIN = "mgr"   # udp_endpoints' rig ACL and names: as test_manager.py
 
