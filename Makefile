@@ -16,7 +16,7 @@
 
 include scripts/Makefile.common
 
-.PHONY: all bpf lib loader pktgen delay nf manager bench-bpf test-bpf bench-build unit deps test \
+.PHONY: all bpf lib loader pktgen delay nf manager bench-bpf test-progs bench-build unit deps test \
 	demo bench doc install uninstall clean fuzz-build fuzz
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
@@ -31,7 +31,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= /etc/systemd/system
 INSTALL ?= install
 
-all: loader pktgen delay nf manager bench-bpf test-bpf
+all: loader pktgen delay nf manager bench-bpf test-progs
 
 # The production datapath (slicer, splicer) and the user-space libraries
 # come first: several tools use them, and parallel sub-makes must never
@@ -62,8 +62,16 @@ manager: lib
 bench-bpf:
 	$(Q)$(MAKE) -C bench bpf
 
-# The small BPF programs the integration tests load (tests/integration/bpf/).
-test-bpf: $(foreach p,foreign_pass xdp_abort,$(OUTPUT)/$(p).bpf.o)
+# The small BPF programs the integration tests load (tests/integration/bpf/)
+# and the C programs they run (tests/integration/c/).
+test-progs: $(foreach p,foreign_pass xdp_abort,$(OUTPUT)/$(p).bpf.o) \
+	$(BUILD)/test_event_size
+
+$(BUILD)/test_%: tests/integration/c/%.c | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -o $@
+
+-include $(wildcard $(BUILD)/test_*.d)
 
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench
