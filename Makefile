@@ -71,7 +71,7 @@ $(BUILD)/test_%: tests/integration/c/%.c | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -o $@
 
--include $(wildcard $(BUILD)/test_*.d)
+-include $(BUILD)/test_event_size.d
 
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench
