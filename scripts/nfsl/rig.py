@@ -47,6 +47,17 @@ NETNS_DIR = Path("/run/netns")
 TOPO_STATE_DIR = Path("/run/nfslice-topo")
 
 
+def possible_cpus():
+    """Number of possible CPUs (/sys/devices/system/cpu/possible): what
+    libbpf sizes per-CPU maps by, and the store's partitions."""
+    n = 0
+    with open("/sys/devices/system/cpu/possible") as f:
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+    return n
+
+
 def _new_run_id():
     """6 random hex digits no namespace on this host is named with yet."""
     while True:

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from nfsl.rig import describe, must, name
+from nfsl.rig import describe, must, name, possible_cpus  # noqa: F401
 
 
 PREFIX = name("cli")
@@ -74,16 +74,6 @@ def domain(clean):
     for name in names:
         if rig.pin_dir(name).exists():
             rig.detach(name)
-
-
-def possible_cpus():
-    """Number of possible CPUs (what libbpf sizes per-CPU maps by)."""
-    n = 0
-    with open("/sys/devices/system/cpu/possible") as f:
-        for part in f.read().strip().split(","):
-            lo, _, hi = part.partition("-")
-            n += int(hi or lo) - int(lo) + 1
-    return n
 
 
 def assert_error(cp, rc, *needles):
