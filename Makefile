@@ -17,7 +17,7 @@
 include scripts/Makefile.common
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
-.PHONY: all bpf lib $(TOOLS) bench-bpf bench-build unit deps test \
+.PHONY: all bpf lib $(TOOLS) bench-bpf test-progs bench-build unit deps test \
 	demo bench doc install uninstall clean fuzz-build fuzz
 
 # Python + bcc, run from the source tree as userspace/bcc/NAME; installed with
@@ -31,7 +31,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR ?= /etc/systemd/system
 INSTALL ?= install
 
-all: $(TOOLS) bench-bpf
+all: $(TOOLS) bench-bpf test-progs
 
 # The production datapath (slicer, splicer) and the user-space libraries
 # come first: several tools use them, and parallel sub-makes must never
@@ -50,10 +50,21 @@ nfslice: bpf lib
 nfslice-pktgen nfslice-delay nfslice-nf nfsliced: bpf lib
 	$(Q)$(MAKE) -C userspace/$@
 
-# The benchmarks' BPF programs (latency_sink is loaded by bench/latlib.py and
+# The benchmarks' BPF programs (latency_sink is loaded by scripts/nfsl/lat.py and
 # its test), and the datapath cost driver.
 bench-bpf:
 	$(Q)$(MAKE) -C bench bpf
+
+# The small BPF programs the integration tests load (tests/integration/bpf/)
+# and the C programs they run (tests/integration/c/).
+test-progs: $(foreach p,foreign_pass xdp_abort,$(OUTPUT)/$(p).bpf.o) \
+	$(BUILD)/test_event_size
+
+$(BUILD)/test_%: tests/integration/c/%.c | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -o $@
+
+-include $(BUILD)/test_event_size.d
 
 bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench

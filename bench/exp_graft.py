@@ -26,29 +26,8 @@ RIG = ROOT / "scripts" / "rig.sh"
 NFSLICE = ROOT / "build" / "nfslice"
 PASS_O = ROOT / "build" / ".output" / "bench_xdp.bpf.o"
 
-RECV = """
-import select, socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-s.bind(("0.0.0.0", 5201))
-print("ready", flush=True)
-seen = set()
-while select.select([s], [], [], 2.0)[0]:
-    seen.add(int.from_bytes(s.recv(2048)[:4], "big"))
-print(len(seen), flush=True)
-"""
-SEND = """
-import socket, sys, time
-dst, n, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-t0 = time.monotonic()
-for i in range(n):
-    s.sendto(i.to_bytes(4, "big") + b"x" * 1196, (dst, 5201))
-    if i % 30 == 0:
-        d = t0 + i / rate - time.monotonic()
-        if d > 0:
-            time.sleep(d)
-"""
+# The traffic, run in the namespaces: bench/graft_udp.py.
+UDP = Path(__file__).resolve().parent / "graft_udp.py"
 
 
 def main():
@@ -73,10 +52,11 @@ def main():
                                   check=True, stdout=subprocess.DEVNULL, **kw)
 
         rx = subprocess.Popen(["ip", "netns", "exec", env["SRV_NS"], sys.executable,
-                               "-c", RECV], stdout=subprocess.PIPE, text=True)
+                               UDP, "recv"], stdout=subprocess.PIPE, text=True)
         assert rx.stdout.readline().strip() == "ready"
         tx = subprocess.Popen(["ip", "netns", "exec", env["CLI_NS"], sys.executable,
-                               "-c", SEND, env["SRV_IP4"], str(o.count), str(o.rate)])
+                               UDP, "send", env["SRV_IP4"], str(o.count),
+                               str(o.rate)])
         time.sleep(0.3)
         for _ in range(o.cycles):
             if o.mode == "xdp":

@@ -33,8 +33,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import latlib as L  # noqa: E402
+from nfsl import lat as L
 
 CONFIGS = [  # name, frame size without FCS, sliced
     ("64B unsliced", 60, False),

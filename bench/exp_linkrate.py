@@ -36,9 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import benchlib as B        # noqa: E402
-import exp_throughput as T  # noqa: E402
+from nfsl import bench as B
+import exp_throughput as T
 
 PREFIX = "nftp-lr"
 WIRE_OVERHEAD = 24          # topo_park.sh --overhead default: FCS + preamble + gap

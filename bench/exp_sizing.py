@@ -40,8 +40,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import latlib as L  # noqa: E402
+from nfsl import lat as L
 
 PORT = 5201
 GEN_CPU, DELAY_CPU = 0, 1

@@ -26,7 +26,7 @@ Experiments, each in every repetition, sliced and unsliced runs alternating
 Unsliced runs attach a bare xdp_pass to the slicing interfaces, so both
 runs pay veth's XDP receive path (nfslice-pktgen needs an XDP program on
 the peer anyway). Traffic: UDP/IPv4 to port 5201, 16 flows, frames from a
-pcap replayed by nfslice-pktgen --pcap (bench/benchlib.py says why).
+pcap replayed by nfslice-pktgen --pcap (scripts/nfsl/bench.py says why).
 
 options:
   --quick             smoke run: sizes 256 and 1514 (+64 for CPU), 1 run,
@@ -62,10 +62,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import benchlib as B        # noqa: E402
-import cpustat              # noqa: E402
+from nfsl import bench as B
+from nfsl import cpustat
 
 LOSS_MAX = 0.001            # PayloadPark's loss-free criterion: < 0.1 %
 CPU_SIZE_SMALL = 64

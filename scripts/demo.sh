@@ -44,6 +44,8 @@ SLICE=1             # 0: --no-slice, run only the baseline
 PARK=1              # 0: --no-park, skip the link-bound park measurement
 XDP_PASS_OBJ=$ROOT/build/.output/xdp_pass.bpf.o
 PY=$(command -v /usr/bin/python3 || command -v python3 || true)
+# Its readers of JSON and CSV (one command each).
+REPORT=$ROOT/scripts/demo_report.py
 
 usage() {
 	[ $# -gt 0 ] && echo "$PROG: $*" >&2
@@ -190,12 +192,8 @@ wait_listen() {
 
 # nf_counter: "PACKETS BYTES" of the DUT's named counter nf_in.
 nf_counter() {
-	in_dut nft -j list counter "$NFT_FAMILY" "$NFT_TABLE" "$NFT_COUNTER" | "$PY" -c '
-import json, sys
-for o in json.load(sys.stdin)["nftables"]:
-    if "counter" in o:
-        print(o["counter"]["packets"], o["counter"]["bytes"])
-        break'
+	in_dut nft -j list counter "$NFT_FAMILY" "$NFT_TABLE" "$NFT_COUNTER" |
+		"$PY" "$REPORT" nft-counter
 }
 
 nf_counter_reset() {
@@ -206,24 +204,7 @@ nf_counter_reset() {
 # JSON, STATUS ok or the failure. KIND tcp: EXTRA = retransmits (sender
 # side); udp: EXTRA = lost percent (receiver side).
 iperf_result() {
-	"$PY" - "$@" <<'EOF'
-import json, sys
-path, rc, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-try:
-    d = json.load(open(path))
-except Exception as e:
-    print("no-json 0 0 -"); sys.exit()
-if d.get("error"):
-    print("error:" + d["error"].replace(" ", "_"), "0 0 -"); sys.exit()
-end = d.get("end", {})
-rx = end.get("sum_received", {})
-if kind == "tcp":
-    extra = end.get("sum_sent", {}).get("retransmits", "-")
-else:
-    extra = "%.3f" % rx.get("lost_percent", 100.0)
-status = "ok" if rc == 0 and rx.get("bytes", 0) > 0 else "rc=%d" % rc
-print(status, rx.get("bytes", 0), int(rx.get("bits_per_second", 0)), extra)
-EOF
+	"$PY" "$REPORT" iperf "$@"
 }
 
 # ------------------------------------------------------------ slicing on/off
@@ -275,11 +256,7 @@ cpu_jiffies() {
 
 # slicing_stats: the nfslice counters as KEY=VALUE lines.
 slicing_stats() {
-	nfslice_dut stats --name "$DOMAIN" --json | "$PY" -c '
-import json, sys
-for k, v in json.load(sys.stdin).items():
-    if isinstance(v, (int, float)):
-        print("%s=%s" % (k, v))'
+	nfslice_dut stats --name "$DOMAIN" --json | "$PY" "$REPORT" stats
 }
 
 # ---------------------------------------------------------------- results --
@@ -569,20 +546,7 @@ run_park() {
 		echo "park topology: bench/exp_linkrate.py failed (rc=$rc): $(tail -n 3 "$TMP/park.log")"
 		return 0
 	fi
-	"$PY" - "$out/linkrate.csv" <<'EOF'
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    u, s = float(r["unsliced_gbps"]), float(r["sliced_gbps"])
-    print("park topology, NF server behind a %s link (1514 B frames, loss-free):"
-          % r["link_rate"])
-    print("  %-40s %15s %15s" % ("", "unsliced", "sliced"))
-    print("  %-40s %15.1f %15.1f" % ("goodput (Mbit/s)", u * 1e3, s * 1e3))
-    print("  %-40s %15s %15s" % ("sliced / unsliced", "1",
-                                  "%.1fx" % (s / u) if u else "-"))
-    print("  %-40s %15s %15s" % ("link-bound prediction", "1",
-                                  "%.1fx" % float(r["linkbound_ratio"])))
-    print()
-EOF
+	"$PY" "$REPORT" park "$out/linkrate.csv"
 }
 
 # ------------------------------------------------------------------- main --

@@ -48,11 +48,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from nfsl import cpustat
+from nfsl import topo as nfsltopo
+from nfsl.topo import NFSLICE
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import cpustat  # noqa: E402
-import nfsltopo  # noqa: E402
-from nfsltopo import NFSLICE  # noqa: E402
 
 PY = "/usr/bin/python3"
 UDPFLOW = ROOT / "scripts" / "udpflow.py"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Latency receiver of the benchmark suite (bench/exp_latency.py,
- * bench/exp_sizing.py, loaded by bench/latlib.py): an XDP program on the
+ * bench/exp_sizing.py, loaded by scripts/nfsl/lat.py): an XDP program on the
  * receiving veth (the server's, behind the DUT) that timestamps every frame
  * of the measuring stream on arrival and puts its one-way latency into a
  * histogram.

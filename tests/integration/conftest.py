@@ -18,9 +18,9 @@ import signal
 
 import pytest
 
-import nfrig
-import nftap
-from nfrig import NFSLICE, RIG_SH, Rig
+from nfsl import rig as nfrig
+from nfsl import tap as nftap
+from nfsl.rig import NFSLICE, RIG_SH, Rig
 
 
 def pytest_sessionstart(session):

@@ -25,9 +25,9 @@ import struct
 import subprocess
 import urllib.request
 
-import nftap
-from nfrig import PY, ROOT, poll
-from nfsltopo import start_process, stop_process
+from nfsl import tap as nftap
+from nfsl.rig import PY, ROOT, poll
+from nfsl.topo import start_process, stop_process
 
 NFSLICED = str(ROOT / "build" / "nfsliced")
 SIZE = 1200          # UDP payload bytes: sliced at the default threshold

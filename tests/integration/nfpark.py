@@ -104,8 +104,8 @@ if __name__ == "__main__":
     sys.exit("usage: nfpark.py send IFACE FILE (see the module docstring)")
 
 # ----------------------------------------------------- as a test module --
-import nfrig  # noqa: E402
-from nfrig import PY, describe, poll, run  # noqa: E402
+from nfsl import rig as nfrig  # noqa: E402
+from nfsl.rig import PY, describe, poll, run  # noqa: E402
 from nfxsk import NF, NfRun, XRig  # noqa: E402
 
 CLI4, SLC_CLI4 = "10.224.1.2", "10.224.1.1"

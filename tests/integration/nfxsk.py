@@ -156,10 +156,10 @@ if __name__ == "__main__":
              "docstring)")
 
 # ----------------------------------------------------- as a test module --
-import nfrig  # noqa: E402  (it puts scripts/ on sys.path: nfsltopo)
-import nfsltopo  # noqa: E402
-import nfpkt  # noqa: E402
-from nfrig import NFSLICE, PY, ROOT, describe, must, poll, run  # noqa: E402
+from nfsl import rig as nfrig  # noqa: E402
+from nfsl import topo as nfsltopo  # noqa: E402
+from nfsl import pkt as nfpkt  # noqa: E402
+from nfsl.rig import NFSLICE, PY, ROOT, describe, must, poll, run  # noqa: E402
 
 # NFSLICE_NF=path runs the tests against another nfslice-nf build.
 NF = Path(os.environ.get("NFSLICE_NF") or ROOT / "build" / "nfslice-nf")

@@ -30,8 +30,8 @@ import time
 
 import pytest
 
-from nfrig import NFSLICE, poll
-from nftap import Lab, summarize
+from nfsl.rig import NFSLICE, poll
+from nfsl.tap import Lab, summarize
 
 PATHS = (1, 2, 3)
 SIZE = 1400                 # UDP payload: 1442 B frames, sliced at 256 B

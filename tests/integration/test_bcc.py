@@ -39,10 +39,11 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from nfrig import NFSLICE, PY, ROOT, describe, must, name, run
+from nfsl.rig import NFSLICE, PY, ROOT, describe, must, name, run
 
 TOOLS = ROOT / "userspace" / "bcc"
 DROPS = TOOLS / "nfslice-drops"
@@ -73,72 +74,16 @@ def bcc_unusable():
 UNUSABLE = bcc_unusable()
 pytestmark = pytest.mark.skipif(UNUSABLE is not None, reason=UNUSABLE or "")
 
-# Sends datagrams from the client once a line arrives on stdin (so the
-# test can start it before the tool is ready and trigger it at once):
-# argv: then triples DST PORT COUNT:SIZE. Prints {"sent": N}.
-SENDER = r"""
-import json, socket, sys
-sys.stdin.readline()
-n = 0
-args = sys.argv[1:]
-for i in range(0, len(args), 3):
-    dst, port, spec = args[i], int(args[i + 1]), args[i + 2]
-    count, size = map(int, spec.split(":"))
-    s = socket.socket(socket.AF_INET6 if ":" in dst else socket.AF_INET,
-                      socket.SOCK_DGRAM)
-    for k in range(count):
-        s.sendto(bytes([k & 0xff]) * size, (dst, port))
-        n += 1
-    s.close()
-print(json.dumps({"sent": n}), flush=True)
-"""
+# The programs the tests run, next to this file (their docstrings say what
+# they do): the client's sender, the DUT's replay of a sliced datagram, and
+# a stand-in nfslice whose `events` prints two records.
+HERE = Path(__file__).resolve().parent
+SENDER = HERE / "bcc_sender.py"
+REPLAY = HERE / "bcc_replay.py"
+STUB = HERE / "bcc_nfslice_stub.py"
 
-# In the DUT: waits for one sliced IPv4 datagram entering dut0 (DSCP 63)
-# and sends its IP packet again from the DUT's own stack once the original
-# has been spliced: routed out of dut1, the splicer finds the payload gone
-# (stale) and drops it.
-REPLAY = r"""
-import socket, sys, time
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-s.bind(("dut0", 0x0800))
-s.settimeout(20)
-print("ready", flush=True)
-while True:
-    f = s.recv(65535)
-    if f[15] >> 2 == 63:
-        break
-time.sleep(0.3)
-r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-r.sendto(f[14:], (socket.inet_ntoa(f[30:34]), 0))
-print("replayed", flush=True)
-"""
-
-# A stand-in nfslice: `events` prints two records of `nfslice events
-# --json` (ts_ns now, CLOCK_MONOTONIC) and waits to be stopped, as the
-# real command follows its ring buffer; anything else is the real CLI.
-STUB = r"""#!/usr/bin/python3
-import json, os, sys, time
-real = sys.argv[1]
-if len(sys.argv) > 2 and sys.argv[2] == "events":
-    now = time.monotonic_ns()
-    for i, reason in enumerate(("stale", "too_big")):
-        print(json.dumps({"ts_ns": now + i, "ifindex": 3, "ifname": "dut1",
-                          "reason": reason, "proto": "udp",
-                          "src": "10.0.0.1", "sport": 1000 + i,
-                          "dst": "10.0.0.2", "dport": 2000, "len": 58,
-                          "slot": 7 + i, "gen": 3}), flush=True)
-    time.sleep(600)
-os.execv(real, [real] + sys.argv[2:])
-"""
-
-# XDP_ABORTED is 0 (<linux/bpf.h>, which needs the multiarch include path).
-XDP_ABORT_C = r"""
-__attribute__((section("xdp"), used)) int xdp_abort(void *ctx)
-{
-	return 0;
-}
-char _license[] __attribute__((section("license"), used)) = "GPL";
-"""
+# An XDP program that aborts every frame (tests/integration/bpf/, make).
+XDP_ABORT_OBJ = ROOT / "build" / ".output" / "xdp_abort.bpf.o"
 
 
 class Tool:
@@ -232,7 +177,7 @@ def rig(rigs):
 
 def send(rig, *triples, stdin="go\n"):
     """Run SENDER in the client now; datagrams sent."""
-    cp = rig.exec("cli", PY, "-c", SENDER, *triples, input=stdin,
+    cp = rig.exec("cli", PY, SENDER, *triples, input=stdin,
                   timeout=30)
     return json.loads(must(cp).splitlines()[-1])["sent"]
 
@@ -276,14 +221,12 @@ def test_drops_netfilter(rig, tools):
 def test_drops_stale_and_nfslice_events(rig, tools, tmp_path):
     """A splicer drop is the kernel's TC_EGRESS on the egress interface;
     `nfslice events` lines are merged as source nfslice."""
-    stub = tmp_path / "nfslice"
-    stub.write_text(STUB)
-    stub.chmod(0o755)
+    stub = STUB
     wrapper = tmp_path / "nfslice-wrap"
     wrapper.write_text(f"#!/bin/sh\nexec {stub} {NFSLICE} \"$@\"\n")
     wrapper.chmod(0o755)
     before = rig.stats(DOMAIN)
-    replay = rig.spawn("dut", PY, "-c", REPLAY, stdout=subprocess.PIPE)
+    replay = rig.spawn("dut", PY, REPLAY, stdout=subprocess.PIPE)
     assert replay.stdout.readline().strip() == "ready"
     t = tools(["ip", "netns", "exec", rig.ns("dut"), DROPS, "--name", DOMAIN,
                "--json"], env={"NFSLICE": str(wrapper)})
@@ -326,7 +269,7 @@ def test_drops_stale_with_real_events(rig, tools):
     must(rig.nfslice("set", "--name", DOMAIN, "--events", "on"))
     try:
         before = rig.stats(DOMAIN)
-        replay = rig.spawn("dut", PY, "-c", REPLAY, stdout=subprocess.PIPE)
+        replay = rig.spawn("dut", PY, REPLAY, stdout=subprocess.PIPE)
         assert replay.stdout.readline().strip() == "ready"
         t = tools([DROPS, "--netns", rig.ns("dut"), "--name", DOMAIN,
                    "--json"])
@@ -354,14 +297,10 @@ def test_drops_stale_with_real_events(rig, tools):
         must(rig.nfslice("set", "--name", DOMAIN, "--events", "off"))
 
 
-def test_drops_xdp_exception(rig, tools, tmp_path):
+def test_drops_xdp_exception(rig, tools):
     """N frames into an XDP program that aborts: N xdp_exception events."""
     n = 25
-    src = tmp_path / "abort.bpf.c"
-    obj = tmp_path / "abort.bpf.o"
-    src.write_text(XDP_ABORT_C)
-    must(run(["clang", "-O2", "-g", "-target", "bpf", "-c", str(src), "-o",
-              str(obj)]))
+    obj = XDP_ABORT_OBJ
     dut = rig.ns("dut")
     ip = ["ip", "-n", dut]
     must(run([*ip, "link", "add", "xab0", "type", "veth", "peer", "name",
@@ -410,7 +349,7 @@ def test_top_matches_stats(rig, tools):
     e = rig.env
     before = rig.stats(DOMAIN)
     sender = subprocess.Popen(
-        ["ip", "netns", "exec", rig.ns("cli"), PY, "-c", SENDER,
+        ["ip", "netns", "exec", rig.ns("cli"), PY, SENDER,
          e["SRV_IP4"], str(PASS_PORT), f"{n_pass}:{SIZE}",
          e["SRV_IP6"], str(PASS_PORT), f"{n_pass}:{SIZE}",
          e["SRV_IP4"], str(DROP_PORT), f"{n_drop}:{SIZE}"],

@@ -44,7 +44,7 @@ import time
 import pytest
 
 from nfload import NFSLICED, SEND, SIZE, Daemon
-from nfrig import PY, describe, must, name, poll
+from nfsl.rig import PY, describe, must, name, poll
 
 DOMAIN = "dcl"
 DROP_PORT = 5302    # dropped in the DUT's forward chain after slicing

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from nfrig import PY, ROOT, describe, must, name, poll, run
+from nfsl.rig import PY, ROOT, describe, must, name, poll, run
 
 DELAY = ROOT / "build" / "nfslice-delay"
 NS = name("dly")

@@ -8,7 +8,7 @@ by hand (docs/rig.md "The demo" has its numbers).
 """
 import re
 
-from nfrig import ROOT, describe, name, run
+from nfsl.rig import ROOT, describe, name, run
 
 
 def test_demo_three_columns():

@@ -13,10 +13,10 @@ picks the same ports both times.
 """
 import pytest
 
-from nfpkt import (Capture, assert_delivered, assert_same_frames,
+from nfsl.pkt import (Capture, assert_delivered, assert_same_frames,
                    client_frames, corner_frames, parse, predict, roundtrip,
                    send)
-from nfrig import COUNTERS, MGR_COUNTERS, name
+from nfsl.rig import COUNTERS, MGR_COUNTERS, name
 
 PREFIX = name("eq")
 SEED_FWD = 0x6E66736C  # payloads of the client's packets

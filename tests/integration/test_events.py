@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from nfrig import NFSLICE, PY, must, name, poll
+from nfsl.rig import NFSLICE, PY, must, name, poll
 
 DOMAIN = "ev"
 N = 25

@@ -23,7 +23,7 @@ import pytest
 
 from nfinv import (DUT4_IN, DUT6_IN, HERE, NEW_COUNTERS, SRV4,  # noqa: F401
                    SRV6, assert_intact, counters, nets, router)
-from nfrig import PY, describe
+from nfsl.rig import PY, describe
 
 N = 10          # datagrams per family
 SIZE = 1000     # UDP payload bytes: a 1042/1062 B frame, well above 256

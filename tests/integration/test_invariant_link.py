@@ -22,7 +22,10 @@ import pytest
 
 from nfinv import (CLI4, CLI6, SRV4, SRV6, assert_intact,  # noqa: F401
                    counters, nets, router)
-from nfrig import describe
+from nfsl.rig import ROOT, describe
+
+# A foreign XDP program (tests/integration/bpf/foreign_pass.bpf.c, make).
+FOREIGN_PASS = ROOT / "build" / ".output" / "foreign_pass.bpf.o"
 
 GRO_FEATURES = ("rx-udp-gro-forwarding", "rx-gro-list")
 
@@ -150,7 +153,7 @@ def test_attach_refuses_interface_with_upper(nets, kind):
     assert net.nfslice("status", "--name", "upr").returncode != 0
 
 
-def test_detach_fails_loudly_when_a_program_stays(nets, tmp_path):
+def test_detach_fails_loudly_when_a_program_stays(nets):
     """After attach, a macvlan up0 appears on dut1 with an XDP program of
     its own: the kernel then refuses to change dut1's XDP program. detach
     must not report success while the slicer is still on dut1 (today it
@@ -158,18 +161,10 @@ def test_detach_fails_loudly_when_a_program_stays(nets, tmp_path):
     it stays, traffic it slices is still spliced; once up0 is gone, detach
     again removes everything."""
     net = nets(router, "dtc")
-    src = tmp_path / "pass.c"
-    src.write_text('struct xdp_md;\n'
-                   '__attribute__((section("xdp"), used))\n'
-                   'int pass(struct xdp_md *ctx) { return 2; }  /* PASS */\n'
-                   'char _license[] __attribute__((section("license"), used))'
-                   ' = "GPL";\n')
-    net.host(["clang", "-O2", "-target", "bpf", "-c", src, "-o",
-              tmp_path / "pass.o"])
     net.attach("dut0", "dut1", name="dtc")
     add_upper(net, "macvlan")
     net.ip("dut", "link", "set", "up0", "xdpgeneric", "obj",
-           tmp_path / "pass.o", "sec", "xdp")
+           FOREIGN_PASS, "sec", "xdp")
 
     def left():
         progs = {d: net.programs("dut", d) for d in ("dut0", "dut1")}

@@ -22,7 +22,7 @@ import pytest
 
 from nfinv import (HERE, SRV4, SRV6, assert_intact, counters,  # noqa: F401
                    nets, router)
-from nfrig import PY, describe
+from nfsl.rig import PY, describe
 
 N = 10
 SIZE = 1000

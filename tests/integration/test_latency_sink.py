@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""bpf/latency_sink.bpf.c and bench/latlib.py (the latency benchmark's
+"""bpf/latency_sink.bpf.c and scripts/nfsl/lat.py (the latency benchmark's
 receiver): stamped frames from nfslice-pktgen into a veth whose peer runs
 the sink; every measuring frame counted, timed, checksum-verified; other
 UDP frames counted apart; the histogram's buckets as latlib reads them.
@@ -9,15 +9,12 @@ and removes it.
 """
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-from nfrig import ROOT, must, name, run
-
-sys.path.insert(0, str(ROOT / "bench"))
-import latlib  # noqa: E402
+from nfsl import lat as latlib
+from nfsl.rig import ROOT, must, name, run
 
 NS = name("lat")
 

@@ -9,7 +9,7 @@ present, every program attached, traffic sliced and spliced.
 """
 import subprocess
 
-from nfrig import NFSLICE, name
+from nfsl.rig import NFSLICE, name
 
 ROUNDS = 5
 

@@ -25,49 +25,20 @@ DUT. What is checked (issue 10 §1, §3, §8):
   nothing more sliced), no datagram truncated or corrupt, no payload
   stale, no token refused.
 """
-import hashlib
 import json
 import os
 import re
 import shutil
 import signal
-import subprocess
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-import nftap
-from nfload import (FILE_BYTES, HTTP_PORT, NFSLICED, PORT, RAW_SEND, RECV,
-                    SEND, SIZE, Daemon, finish, pcap_frames, scrape,
-                    udp_endpoints)
-from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll,
-                   run, settle)
-
-DOMAIN = "mgr"
-
-
-@pytest.fixture(scope="module")
-def rig(rigs):
-    """A rig whose DUT slices on both veths (domain "mgr")."""
-    rig = rigs(name("mgr"))
-    rig.attach("dut0", "dut1", name=DOMAIN)
-    rig.prime_neighbors()
-    return rig
-
-
-@pytest.fixture
-def daemon(tmp_path):
-    d = Daemon(tmp_path)
-    yield d
-    d.stop()
-
-
-def nfslice_set(rig, env, *args):
-    """nfslice set --name mgr ARGS --json in the DUT; CompletedProcess."""
-    return rig.nfslice("set", "--name", DOMAIN, *args, "--json",
-                       env={**os.environ, **env})
+from nfsl import tap as nftap
+from nfload import NFSLICED, Daemon, finish, scrape, udp_endpoints
+from nfsl.rig import BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll, run, settle
+from manager_fixtures import DOMAIN, daemon, nfslice_set, rig, sliced
 
 
 def test_protocol(rig, daemon):
@@ -234,10 +205,6 @@ def test_gc_removes_gone_namespace(tmp_path):
             run(["rm", "-rf", str(pins)])
 
 
-def sliced(rig):
-    return rig.stats(DOMAIN)["sliced"]
-
-
 def test_reconfigure_under_traffic(rig, daemon):
     """threshold, keep, expiry and TTL changed through the daemon while
     4000 datagrams/s of 1200 B cross the DUT: each change holds at once,
@@ -377,227 +344,3 @@ def test_metrics_match_stats(rig, daemon):
         urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/other",
                                timeout=10)
     assert e.value.code == 404
-
-
-def prog_ids(rig):
-    """(slicer, splicer) program ids of dut0 and dut1, from status."""
-    st = rig.status(DOMAIN)
-    return {i["name"]: (i["xdp_prog_id"], i["tc_prog_id"])
-            for i in st["interfaces"]}
-
-
-def test_upgrade_under_traffic(rig, tmp_path):
-    """Three upgrades while UDP flows and a 24 MB download runs: each
-    swaps every program (new ids), the counters go on, nothing is
-    truncated, corrupt or lost unaccounted, the file arrives intact, and
-    no payload is stale, replayed or refused."""
-    www = tmp_path / "www"
-    www.mkdir()
-    data = os.urandom(FILE_BYTES)
-    (www / "blob").write_bytes(data)
-    http = rig.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind",
-                     rig.env["SRV_IP4"], "--directory", www)
-    rig.wait_listen("srv", HTTP_PORT)
-    before = rig.stats(DOMAIN)
-    ids = [prog_ids(rig)]
-    cli, srv = udp_endpoints(rig)
-    out = tmp_path / "blob"
-    # A slow download (2 MB/s: about 12 s), so the upgrades (4-5 s)
-    # happen during it.
-    t0 = time.monotonic()
-    curl = rig.spawn("cli", "curl", "-sS", "--fail", "--max-time", "60",
-                     "--limit-rate", "2M", "-o", out,
-                     f"http://{rig.env['SRV_IP4']}:{HTTP_PORT}/blob",
-                     stderr=subprocess.PIPE)
-    try:
-        os.killpg(cli.pid, signal.SIGUSR1)
-        for i in range(3):
-            s0 = sliced(rig)
-            poll(lambda: sliced(rig) >= s0 + 1000, 10, "1000 more sliced")
-            js = ("--json",) if i == 2 else ()  # the last one reports JSON
-            cp = rig.nfslice("upgrade", "--name", DOMAIN, *js)
-            assert cp.returncode == 0, describe(cp)
-            if js:
-                r = json.loads(cp.stdout)
-                assert (r["splicers"], r["slicers"]) == (2, 2), r
-                assert 0 < r["slicers_ns"] < r["total_ns"] == r["load_ns"] + \
-                    r["splicers_ns"] + r["slicers_ns"], r
-            else:
-                assert "2 splicers, 2 slicers replaced" in cp.stdout, \
-                    describe(cp)
-            ids.append(prog_ids(rig))
-        s0 = sliced(rig)
-        poll(lambda: sliced(rig) >= s0 + 1000, 10, "sliced after upgrade")
-        assert curl.poll() is None, \
-            f"the download ended before the upgrades: after " \
-            f"{time.monotonic() - t0:.1f} s, {out.stat().st_size} B"
-        os.killpg(cli.pid, signal.SIGUSR2)
-        rep_cli, rep_srv = finish(cli), finish(srv)
-        assert curl.wait(timeout=60) == 0, curl.stderr.read()
-    finally:
-        for p in (cli, srv, curl):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-        rig.stop(http)
-    assert hashlib.sha256(out.read_bytes()).digest() == \
-        hashlib.sha256(data).digest()
-    after = settle(lambda: rig.stats(DOMAIN))
-    got = nftap.summarize(rep_srv, [1])
-    sent = rep_cli["sent"]["1"]
-    numbers = f"ids {ids}; sent {sent}, received {got}, " \
-              f"socket drops {rep_srv['socket_drops']}; stats {after}"
-    for a, b in zip(ids, ids[1:]):
-        for dev in ("dut0", "dut1"):
-            assert a[dev][0] != b[dev][0] and a[dev][1] != b[dev][1], numbers
-    assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
-    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
-    assert after["sliced"] > before["sliced"], numbers
-    assert after["sliced"] == after["spliced"] + after["slots_busy"] - \
-        before["slots_busy"] + before["sliced"] - before["spliced"], numbers
-    for k in ("stale", "bad_token", "replayed", "too_big", "evicted"):
-        assert after[k] == before[k], numbers
-
-
-CKPT_PORT = 5301     # dropped in the DUT's forward chain by the test
-CKPT_N = 16
-
-def test_checkpoint_restore(rig, tmp_path):
-    """Parked payloads survive a checkpoint, a detach, an attach with a
-    new key and a restore: the headers sliced before splice on the new
-    instance into the exact datagrams sent."""
-    before = rig.stats(DOMAIN)
-    must(rig.exec("dut", "nft", "-f", "-", input=(
-        "table inet nfit_ckpt {\n"
-        "  chain hold {\n"
-        "    type filter hook forward priority -10; policy accept;\n"
-        f"    udp dport {CKPT_PORT} drop\n"
-        "  }\n"
-        "}\n")))
-    # Full UDP checksums on the wire (as from a NIC), so that the captured
-    # headers re-sent by a raw socket carry a final checksum.
-    must(rig.exec("cli", "ethtool", "-K", "cli0", "tx", "off"))
-    pcap = tmp_path / "sliced.pcap"
-    dump = rig.spawn("dut", "tcpdump", "-i", "dut0", "-U", "-w", pcap, "-c",
-                     CKPT_N, "-Q", "in", f"udp dst port {CKPT_PORT}",
-                     stderr=subprocess.PIPE)
-    try:
-        poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
-             "tcpdump listening")
-        must(rig.exec("cli", PY, "-c", SEND, rig.env["SRV_IP4"], CKPT_PORT,
-                      CKPT_N, SIZE))
-        assert dump.wait(timeout=10) == 0
-    finally:
-        if dump.poll() is None:
-            os.killpg(dump.pid, signal.SIGKILL)
-        rig.exec("cli", "ethtool", "-K", "cli0", "tx", "on")
-    frames = pcap_frames(pcap)
-    assert len(frames) == CKPT_N
-    assert all(f[15] >> 2 == 63 and len(f) < 200 for f in frames), \
-        "captured frames are not sliced headers"
-    parked = poll(lambda: (lambda st: st if st["slots_busy"] ==
-                           before["slots_busy"] + CKPT_N else None)(
-        rig.stats(DOMAIN)), 5, f"{CKPT_N} payloads parked")
-    ck = tmp_path / "mgr.ckpt"
-    r = json.loads(must(rig.nfslice("checkpoint", "--name", DOMAIN, "--file",
-                                    ck, "--json")))
-    assert r["saved"] == parked["slots_busy"] and r["bytes"] == \
-        ck.stat().st_size and r["ns"] > 0, r
-    assert ck.stat().st_mode & 0o777 == 0o600
-
-    # Whoever can write the file could mint tokens with its key: refused
-    # (before anything else is read), the fix named, as ssh does for keys.
-    ck.chmod(0o666)
-    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
-    assert cp.returncode == 1 and cp.stderr.strip() == (
-        f"nfslice: checkpoint {ck} is writable by group or others (mode 0666): "
-        f"chmod go-w {ck}"), describe(cp)
-    ck.chmod(0o600)
-    os.chown(ck, 65534, 65534)
-    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
-    assert cp.returncode == 1 and f"checkpoint {ck} is owned by uid 65534, not by " \
-        f"you (uid 0) or root" in cp.stderr and f"chown 0 {ck}" in cp.stderr, describe(cp)
-    os.chown(ck, 0, 0)
-    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", ck)
-    assert cp.returncode == 1 and "holds " in cp.stderr, describe(cp)
-    bad = tmp_path / "bad.ckpt"
-    data = bytearray(ck.read_bytes())
-    data[len(data) // 2] ^= 1
-    bad.write_bytes(bytes(data))
-    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", bad)
-    assert cp.returncode == 1 and "is corrupt" in cp.stderr, describe(cp)
-    bad.write_bytes(b"hello")
-    cp = rig.nfslice("restore", "--name", DOMAIN, "--file", bad)
-    assert cp.returncode == 1 and "not an nfslice checkpoint" in cp.stderr, \
-        describe(cp)
-
-    rig.detach(DOMAIN)
-    rig.attach("dut0", "dut1", name=DOMAIN)
-    assert rig.stats(DOMAIN)["slots_busy"] == 0
-    r = json.loads(must(rig.nfslice("restore", "--name", DOMAIN, "--file",
-                                    ck, "--json")))
-    assert r["restored"] == parked["slots_busy"], r
-    st0 = rig.stats(DOMAIN)
-    assert st0["slots_busy"] == parked["slots_busy"], st0
-
-    recv = rig.spawn("srv", PY, "-c", RECV, rig.env["SRV_IP4"], CKPT_PORT,
-                     CKPT_N, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert nftap.Lab.readline(recv, 10).strip() == "ready"
-    must(rig.exec("dut", PY, "-c", RAW_SEND,
-                  input=" ".join(f[14:].hex() for f in frames)))
-    out, _ = recv.communicate(timeout=20)
-    got = sorted(bytes.fromhex(h) for h in json.loads(out.splitlines()[-1]))
-    want = sorted(bytes([(i * 7 + k) % 251 for k in range(SIZE)])
-                  for i in range(CKPT_N))
-    assert got == want, f"{len(got)} datagrams, lengths " \
-        f"{[len(g) for g in got]}; stats {rig.stats(DOMAIN)}, before {st0}"
-    st1 = rig.stats(DOMAIN)
-    assert st1["spliced"] - st0["spliced"] == CKPT_N, (st0, st1)
-    assert (st1["stale"], st1["bad_token"], st1["slots_busy"]) == \
-        (st0["stale"], st0["bad_token"], st0["slots_busy"] - CKPT_N), st1
-    must(rig.exec("dut", "nft", "delete", "table", "inet", "nfit_ckpt"))
-
-
-DROP_PORT = 5302     # dropped in the DUT's forward chain: a 30% "NF drop"
-
-
-def test_ttl_frees_dropped_payloads(rig, daemon):
-    """With the daemon running and a 20 ms TTL, an NF (the DUT's forward
-    chain) dropping 30% of 1200 B datagrams after they were sliced leaves
-    no slot busy: the daemon evicts their payloads within 1.25 TTL of
-    their parking (its scan runs every TTL / 4); the other 70% arrive
-    intact, none stale."""
-    cookie = rig.cookies["dut"]
-    r = daemon.call({"op": "set", "netns": cookie, "name": DOMAIN,
-                     "changes": {"ttl_ms": 20, "threshold": 256}})
-    assert r["ok"] is True, r
-    must(rig.exec("dut", "nft", "-f", "-", input=(
-        "table inet nfit_ttl {\n"
-        "  chain hold {\n"
-        "    type filter hook forward priority -10; policy accept;\n"
-        f"    udp dport {DROP_PORT} drop\n"
-        "  }\n"
-        "}\n")))
-    try:
-        before = rig.stats(DOMAIN)
-        recv = rig.spawn("srv", PY, "-c", RECV, rig.env["SRV_IP4"], PORT, 70,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert nftap.Lab.readline(recv, 10).strip() == "ready"
-        for port, n in ((DROP_PORT, 30), (PORT, 70)):
-            must(rig.exec("cli", PY, "-c", SEND, rig.env["SRV_IP4"], port, n,
-                          SIZE))
-        out, _ = recv.communicate(timeout=20)
-        got = sorted(bytes.fromhex(h) for h in json.loads(out.splitlines()[-1]))
-        want = sorted(bytes([(i * 7 + k) % 251 for k in range(SIZE)])
-                      for i in range(70))
-        assert got == want, f"{len(got)} datagrams received"
-        after = poll(lambda: (lambda st: st if st["slots_busy"] == 0 and
-                              st["sliced"] >= before["sliced"] + 100
-                              else None)(rig.stats(DOMAIN)), 5,
-                     "every dropped payload evicted by the TTL")
-    finally:
-        rig.exec("dut", "nft", "delete", "table", "inet", "nfit_ttl")
-    assert after["spliced"] - before["spliced"] == 70, (before, after)
-    assert after["stale"] == before["stale"], (before, after)
-    got, _ = scrape(daemon.port)
-    assert got[("nfsliced_ttl_evicted_total", None, None)] == 30, got
-    assert got[("nfsliced_ttl_scans_total", None, None)] > 0

@@ -38,10 +38,10 @@ import time
 
 import pytest
 
-import nftap
+from nfsl import tap as nftap
 from nfload import (RAW_SEND, RECV, SIZE, Daemon, Traffic, datagram,
                     hold_headers, scrape)
-from nfrig import NFSLICE, PY, describe, must, name, poll, run, settle
+from nfsl.rig import NFSLICE, PY, describe, must, name, poll, run, settle
 
 MIG = nftap.NIC_ADDRS
 DOMAIN = "mig"

@@ -35,8 +35,8 @@ import json
 
 import pytest
 
-from nfrig import NFSLICE, run, settle
-from nftap import PY, HERE, Lab, summarize
+from nfsl.rig import NFSLICE, run, settle
+from nfsl.tap import PY, HERE, Lab, summarize
 
 PORT = 5201
 N = 100

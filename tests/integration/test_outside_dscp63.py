@@ -11,10 +11,10 @@ the captures are compared with a run without slicing, byte for byte.
 """
 import pytest
 
-from nfpkt import (DSCP_SLICED, THRESHOLD, Flow, assert_delivered,
+from nfsl.pkt import (DSCP_SLICED, THRESHOLD, Flow, assert_delivered,
                    assert_same_frames, client_frames, parse, predict,
                    roundtrip)
-from nfrig import COUNTERS, MGR_COUNTERS, name
+from nfsl.rig import COUNTERS, MGR_COUNTERS, name
 
 PREFIX = name("d63")
 DOMAIN = "d63"

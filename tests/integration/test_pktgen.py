@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from nfpkt import l4_sum, parse, write_pcap
-from nfrig import ROOT, describe, must, name, poll, run
+from nfsl.pkt import l4_sum, parse, write_pcap
+from nfsl.rig import ROOT, describe, must, name, poll, run
 
 PKTGEN = ROOT / "build" / "nfslice-pktgen"
 SINK_OBJ = ROOT / "build" / ".output" / "pktgen_sink.bpf.o"

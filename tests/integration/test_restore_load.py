@@ -25,10 +25,10 @@ import time
 
 import pytest
 
-import nftap
+from nfsl import tap as nftap
 from nfload import FILE_BYTES, HTTP_PORT, finish, udp_endpoints
-from nfrig import PY, describe, must, name, poll, settle
-from test_cli import CT_LIBERAL
+from nfsl.rig import PY, describe, must, name, poll, settle
+from cli_fixtures import CT_LIBERAL
 
 DOMAIN = "mgr"   # udp_endpoints' rig ACL and names: as test_manager.py
 

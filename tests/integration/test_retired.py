@@ -30,9 +30,9 @@ import struct
 
 import pytest
 
-import nftap
+from nfsl import tap as nftap
 from nfload import RAW_SEND, RECV, datagram, hold_headers
-from nfrig import NFSLICE, PY, must, poll
+from nfsl.rig import NFSLICE, PY, must, poll
 
 A = nftap.NIC_ADDRS
 DOMAIN = "ret"

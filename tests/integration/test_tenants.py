@@ -34,7 +34,7 @@ from pathlib import Path
 
 if __name__ != "__main__":
     from nfinv import SRV4, SRV6, assert_intact, nets, router  # noqa: F401
-    from nfrig import PY, describe, poll
+    from nfsl.rig import PY, describe, poll
     from nfload import Daemon
     from test_ttl import hairpin, possible_cpus
 

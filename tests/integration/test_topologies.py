@@ -31,10 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from nfrig import PY, ROOT, AssertTopo, check_accounting, name, poll, settle
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import udpflow  # noqa: E402
+import udpflow
+from nfsl.rig import PY, ROOT, AssertTopo, check_accounting, name, poll, settle
 
 UDPFLOW = ROOT / "scripts" / "udpflow.py"
 DOMAIN = "topo"

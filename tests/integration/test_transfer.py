@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from nfrig import PY, check_accounting, describe, must, name, settle
+from nfsl.rig import PY, check_accounting, describe, must, name, settle
 
 PREFIX = name("xfer")
 DOMAIN = "xfer"

@@ -39,21 +39,11 @@ from pathlib import Path
 if __name__ != "__main__":
     from nfinv import (HERE, SRV4, SRV6, assert_intact,  # noqa: F401
                        counters, nets, router)
-    from nfrig import PY, describe, poll
+    from nfsl.rig import PY, describe, poll, possible_cpus
 
 SIZE = 1000     # UDP payload bytes: 1042/1062 B frames, sliced
 PORT = 7301
 THIS = Path(__file__).resolve()
-
-
-def possible_cpus():
-    """CPUs the kernel may bring up: the store's partitions."""
-    n = 0
-    with open("/sys/devices/system/cpu/possible") as f:
-        for part in f.read().strip().split(","):
-            lo, _, hi = part.partition("-")
-            n += int(hi or lo) - int(lo) + 1
-    return n
 
 
 def evict(net, name, *opts):

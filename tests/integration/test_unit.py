@@ -24,8 +24,8 @@ import subprocess
 import pytest
 
 from nfload import free_port, scrape
-from nfrig import NFSLICE, ROOT, describe, must, name, poll, run
-from nfsltopo import start_process, stop_process
+from nfsl.rig import NFSLICE, ROOT, describe, must, name, poll, run
+from nfsl.topo import start_process, stop_process
 
 UNIT = ROOT / "userspace" / "nfsliced" / "nfsliced.service"
 NFSLICED = ROOT / "build" / "nfsliced"

@@ -27,12 +27,11 @@ Asserted:
   or exits non-zero naming d0; in no case does a datagram arrive truncated
   afterwards; once the blocker is gone, detach succeeds and cleans up.
 """
-import subprocess
 
 import pytest
 
-from nfrig import NFSLICE, settle
-from nftap import Lab, summarize
+from nfsl.rig import NFSLICE, ROOT, settle
+from nfsl.tap import Lab, summarize
 
 PORT = 5201
 N = 50
@@ -41,28 +40,15 @@ MAC = {"c0": "02:14:01:00:00:02", "d0": "02:14:01:00:00:01",
        "d1": "02:14:02:00:00:01", "s0": "02:14:02:00:00:02"}
 IP = {"c0": "10.214.1.2", "d0": "10.214.1.1", "d1": "10.214.2.1",
       "s0": "10.214.2.2"}
-# No headers needed (2 is XDP_PASS): compiles wherever clang targets BPF.
-XDP_PASS_C = """
-struct xdp_md;
-__attribute__((section("xdp"), used)) int xdp_pass(struct xdp_md *ctx)
-{
-	return 2;
-}
-char LICENSE[] __attribute__((section("license"), used)) = "GPL";
-"""
 
 
 @pytest.fixture(scope="module")
-def xdp_pass(tmp_path_factory):
+def xdp_pass():
     """A foreign XDP_PASS object (what another XDP user on the upper
-    device would load), compiled with the project's clang."""
-    d = tmp_path_factory.mktemp("uppers")
-    (d / "xdp_pass.c").write_text(XDP_PASS_C)
-    obj = d / "xdp_pass.o"
-    cp = subprocess.run(["clang", "-O2", "-target", "bpf", "-c",
-                         str(d / "xdp_pass.c"), "-o", str(obj)],
-                        capture_output=True, text=True, timeout=60)
-    assert cp.returncode == 0, f"clang: {cp.stderr}"
+    device would load): tests/integration/bpf/foreign_pass.bpf.c, built by
+    make."""
+    obj = ROOT / "build" / ".output" / "foreign_pass.bpf.o"
+    assert obj.exists(), f"{obj} missing: build it with make"
     return obj
 
 

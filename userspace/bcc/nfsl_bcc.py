@@ -53,89 +53,55 @@ def note(tool, msg):
 
 # ----------------------------------------------------------------- BTF --
 class Btf:
-    """Type lookups in a BTF blob (the running kernel's: BTF_PATH).
+    """Type lookups in the running kernel's BTF (BTF_PATH), as bpftool
+    dumps it (`bpftool -j btf dump file PATH`).
 
     Only what the tools need: the byte offset of a member path inside a
     struct (anonymous unions and structs are searched through, as C does)
-    and the value of an enumerator. Format: Documentation/bpf/btf.rst.
+    and the value of an enumerator.
     """
 
-    # Bytes that follow the 12-byte common header, per kind: fixed ones,
-    # and per vlen entry.
-    _EXTRA = {1: 4, 3: 12, 14: 4, 17: 4}
-    _PER = {4: 12, 5: 12, 6: 8, 13: 8, 15: 12, 19: 12}
-    STRUCT, UNION, ENUM, TYPEDEF, VOLATILE, CONST, RESTRICT, ENUM64 = \
-        4, 5, 6, 8, 9, 10, 11, 19
-    TYPE_TAG = 18
+    QUALIFIERS = ("TYPEDEF", "VOLATILE", "CONST", "RESTRICT", "TYPE_TAG")
 
     def __init__(self, path=BTF_PATH):
         try:
-            self.data = Path(path).read_bytes()
+            cp = subprocess.run(["bpftool", "-j", "btf", "dump", "file",
+                                 str(path)], capture_output=True, text=True,
+                                timeout=60)
         except OSError as e:
+            raise ToolError(f"cannot run bpftool ({e.strerror}): the tools "
+                            "read the kernel's BTF with it; install it "
+                            "(scripts/install-deps.sh)") from None
+        if cp.returncode:
             raise ToolError(f"cannot read the kernel's BTF ({path}: "
-                            f"{e.strerror}): the tools need "
-                            "CONFIG_DEBUG_INFO_BTF") from None
-        magic, _, _, hdr_len, type_off, type_len, str_off, str_len = \
-            struct.unpack_from("<HBBIIIII", self.data, 0)
-        if magic != 0xeb9f:
-            raise ToolError(f"{path}: not BTF (magic {magic:#x})")
-        self.strs = hdr_len + str_off
-        self.str_end = self.strs + str_len
-        self.pos = [0]              # type id -> offset of its record
-        self.by_name = {}           # (kind, name) -> first type id
-        pos, end = hdr_len + type_off, hdr_len + type_off + type_len
-        while pos < end:
-            name_off, info = struct.unpack_from("<II", self.data, pos)
-            kind, vlen = (info >> 24) & 0x1f, info & 0xffff
-            tid = len(self.pos)
-            self.pos.append(pos)
-            if name_off and kind in (self.STRUCT, self.UNION, self.ENUM,
-                                     self.ENUM64):
-                self.by_name.setdefault((kind, self.name(name_off)), tid)
-            pos += 12 + self._EXTRA.get(kind, 0) + \
-                self._PER.get(kind, 0) * vlen
+                            f"{cp.stderr.strip()}): the tools need "
+                            "CONFIG_DEBUG_INFO_BTF")
+        self.types = {0: {"kind": "VOID"}}
+        self.by_name = {}           # (kind, name) -> first type
+        for t in json.loads(cp.stdout)["types"]:
+            self.types[t["id"]] = t
+            if t["kind"] in ("STRUCT", "UNION", "ENUM", "ENUM64") and \
+                    t.get("name") != "(anon)":
+                self.by_name.setdefault((t["kind"], t["name"]), t)
 
-    def name(self, off):
-        """The string at OFF of the string section."""
-        s = self.strs + off
-        return self.data[s:self.data.index(b"\0", s)].decode()
+    def _resolve(self, t):
+        """Type T with typedefs and qualifiers stripped."""
+        while t["kind"] in self.QUALIFIERS:
+            t = self.types[t["type_id"]]
+        return t
 
-    def _hdr(self, tid):
-        name_off, info, size_type = struct.unpack_from("<III", self.data,
-                                                       self.pos[tid])
-        return name_off, (info >> 24) & 0x1f, info & 0xffff, \
-            bool(info >> 31), size_type
-
-    def _resolve(self, tid):
-        """TID with typedefs and qualifiers stripped."""
-        while True:
-            _, kind, _, _, ref = self._hdr(tid)
-            if kind not in (self.TYPEDEF, self.VOLATILE, self.CONST,
-                            self.RESTRICT, self.TYPE_TAG):
-                return tid
-            tid = ref
-
-    def _members(self, tid):
-        _, _, vlen, kflag, _ = self._hdr(tid)
-        base = self.pos[tid] + 12
-        for i in range(vlen):
-            name_off, mtype, off = struct.unpack_from("<III", self.data,
-                                                      base + 12 * i)
-            # kind_flag: the offset word holds bitfield size << 24 | bits.
-            yield name_off, mtype, (off & 0xffffff) if kflag else off
-
-    def _find(self, tid, member):
-        """(bit offset, type id) of MEMBER in struct/union TID, looking
-        through anonymous members; None when it has none."""
-        for name_off, mtype, bits in self._members(tid):
-            if name_off and self.name(name_off) == member:
-                return bits, mtype
-            if not name_off:
-                sub = self._resolve(mtype)
-                if self._hdr(sub)[1] in (self.STRUCT, self.UNION):
+    def _find(self, t, member):
+        """(bit offset, type) of MEMBER in struct/union T, looking through
+        anonymous members; None when it has none."""
+        for m in t.get("members", ()):
+            if m["name"] == member:
+                return m["bits_offset"], self.types[m["type_id"]]
+            if m["name"] == "(anon)":
+                sub = self._resolve(self.types[m["type_id"]])
+                if sub["kind"] in ("STRUCT", "UNION"):
                     hit = self._find(sub, member)
                     if hit is not None:
-                        return bits + hit[0], hit[1]
+                        return m["bits_offset"] + hit[0], hit[1]
         return None
 
     def offset(self, path):
@@ -143,28 +109,29 @@ class Btf:
         "net_device.nd_net.net". Raises ToolError when the kernel has no
         such struct or member, or it is a bitfield."""
         sname, *members = path.split(".")
-        tid = self.by_name.get((self.STRUCT, sname))
-        if tid is None:
+        t = self.by_name.get(("STRUCT", sname))
+        if t is None:
             raise ToolError(f"the kernel's BTF has no struct {sname}")
         bits = 0
         for m in members:
-            kind = self._hdr(tid)[1]
-            hit = self._find(tid, m) if kind in (self.STRUCT, self.UNION) \
+            hit = self._find(t, m) if t["kind"] in ("STRUCT", "UNION") \
                 else None
             if hit is None:
                 raise ToolError(f"the kernel's BTF has no member {path} "
                                 f"(at '{m}')")
             bits += hit[0]
-            tid = self._resolve(hit[1])
+            t = self._resolve(hit[1])
         if bits % 8:
             raise ToolError(f"{path} is a bitfield")
         return bits // 8
 
     def enum_value(self, enum, name):
         """Value of enumerator NAME of enum ENUM, or None."""
-        tid = self.by_name.get((self.ENUM, enum))
-        if tid is None:
-            return None
+        t = self.by_name.get(("ENUM", enum))
+        for v in (t or {}).get("values", ()):
+            if v["name"] == name:
+                return v["val"]
+        return None
         _, _, vlen, _, _ = self._hdr(tid)
         base = self.pos[tid] + 12
         for i in range(vlen):

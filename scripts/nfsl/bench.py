@@ -6,7 +6,7 @@ interface it did not create: topologies come from scripts/topo_*.sh under a
 prefix of the caller's, and Topo.down() removes them.
 
   Topo(kind, prefix, opts)   a topology of scripts/topo_{inline,park}.sh
-                             (scripts/nfsltopo.py's Topo, and):
+                             (scripts/nfsl/topo.py's Topo, and):
       .up() / .down()           build / remove (down is idempotent)
       .env, .ns(role)           its variables (scripts/topo_*.sh env)
       .set_mode(sliced)         nfslice attached to SLICE_IFS (True) or a bare
@@ -48,9 +48,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import nfsltopo  # noqa: E402
-from nfsltopo import NFSLICE, ROOT, run  # noqa: E402,F401 (benchlib's API)
+from nfsl import topo as nfsltopo
+from nfsl.topo import NFSLICE, ROOT, run  # noqa: F401 (benchlib's API)
 
 PKTGEN = Path(os.environ.get("NFSLICE_PKTGEN") or ROOT / "build" / "nfslice-pktgen")
 XDP_PASS = ROOT / "build" / ".output" / "xdp_pass.bpf.o"

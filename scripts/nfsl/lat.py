@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Helpers of the latency and store-sizing experiments (issue #3).
 
-- Topology: scripts/nfsltopo.py's handle on scripts/topo_inline.sh (or
+- Topology: scripts/nfsl/topo.py's handle on scripts/topo_inline.sh (or
   topo_park.sh): build, read its variables, tear down.
 - LatencySink: load bench/bpf/latency_sink.bpf.c (build/.output/latency_sink.bpf.o)
   with bpftool, pin it under /sys/fs/bpf/nfsl_lat/TAG, attach it as native
@@ -21,15 +21,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-import benchlib  # noqa: E402
-import nfsltopo  # noqa: E402
+from nfsl import bench as benchlib
+from nfsl import topo as nfsltopo
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, "build")
 PKTGEN = os.path.join(BUILD, "nfslice-pktgen")
 NFSLICE = os.path.join(BUILD, "nfslice")
@@ -55,7 +52,7 @@ def add_quiet_args(ap):
                          "quick 1)")
 
 
-# run(ARGS, timeout=60, check=True): scripts/nfsltopo.py's (RuntimeError on
+# run(ARGS, timeout=60, check=True): scripts/nfsl/topo.py's (RuntimeError on
 # a non-zero exit when CHECK).
 run = nfsltopo.run
 
@@ -76,8 +73,8 @@ def ensure_built():
 
 # --- topology -------------------------------------------------------------
 
-# scripts/nfsltopo.py's handle: Topology(KIND, PREFIX, UP_OPTS).up(), .env,
-# .down() (the same class bench/benchlib.py and the tests use).
+# scripts/nfsl/topo.py's handle: Topology(KIND, PREFIX, UP_OPTS).up(), .env,
+# .down() (the same class scripts/nfsl/bench.py and the tests use).
 Topology = nfsltopo.Topo
 
 

@@ -9,7 +9,7 @@ removed by Rig.destroy(), which the fixtures call from their finalizers, so a
 failing test leaves nothing behind.
 
 The topology handle itself (scripts, namespaces, processes, nfslice,
-counters) is scripts/nfsltopo.py's Topo, shared with the benchmarks and
+counters) is scripts/nfsl/topo.py's Topo, shared with the benchmarks and
 scripts/topo_check.py; AssertTopo makes its failures assertions, as the
 tests want them, and is the base of Rig and of test_topologies.py's Topo.
 
@@ -31,10 +31,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import nfsltopo  # noqa: E402
+from nfsl import topo as nfsltopo
+# The counters `nfslice stats --json` reports (COUNTERS, struct order, then
+# MGR_COUNTERS), from include/nfsl_structs.h's X-macros.
+from nfsl.counters import COUNTERS, MGR_COUNTERS  # noqa: F401
 # NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
-from nfsltopo import NFSLICE, ROOT  # noqa: E402,F401 (the tests import them)
+from nfsl.topo import NFSLICE, ROOT  # noqa: F401 (the tests import them)
 
 RIG_SH = nfsltopo.topo_script("rig")
 # Debian's pytest and scapy live with this interpreter (docs/platform.md).
@@ -43,6 +45,17 @@ BPFFS = Path("/sys/fs/bpf")
 NETNS_DIR = Path("/run/netns")
 # Where the topology scripts keep what `up` saved (topo_common.sh).
 TOPO_STATE_DIR = Path("/run/nfslice-topo")
+
+
+def possible_cpus():
+    """Number of possible CPUs (/sys/devices/system/cpu/possible): what
+    libbpf sizes per-CPU maps by, and the store's partitions."""
+    n = 0
+    with open("/sys/devices/system/cpu/possible") as f:
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+    return n
 
 
 def _new_run_id():
@@ -162,29 +175,6 @@ COOKIE_PY = ("import socket, struct; "
              "print(struct.unpack('Q', s.getsockopt("
              "socket.SOL_SOCKET, 71, 8))[0])")
 
-# The TCX egress programs of a device (Linux >= 6.6), and removing one by
-# hand, through the bpf(2) syscall: bpftool 7.1 and tc do not know TCX.
-# argv: DEV [PROG_ID to detach]; prints the ids attached (before a detach).
-TCX_PY = r"""
-import ctypes, socket, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(321, cmd, buf, 128)
-    if r < 0:
-        raise OSError(ctypes.get_errno(), f"bpf({cmd})")
-    return r, buf.raw
-ifindex, TCX_EGRESS = socket.if_nametoindex(sys.argv[1]), 47
-ids = (ctypes.c_uint32 * 64)()
-_, out = bpf(16, struct.pack("IIIIQI", ifindex, TCX_EGRESS, 0, 0,
-                              ctypes.addressof(ids), 64))    # BPF_PROG_QUERY
-n = struct.unpack_from("I", out, 24)[0]
-print(" ".join(str(ids[i]) for i in range(n)))
-if len(sys.argv) > 2:
-    fd, _ = bpf(13, struct.pack("I", int(sys.argv[2])))     # GET_FD_BY_ID
-    bpf(9, struct.pack("III", ifindex, fd, TCX_EGRESS))     # BPF_PROG_DETACH
-"""
-
 # Fixed MAC addresses for the rig's veths (locally administered, unicast).
 # rig.sh leaves the kernel's random ones; the equivalence tests compare whole
 # frames captured in two different rigs, so the Ethernet headers must not
@@ -195,22 +185,6 @@ MACS = {
     "dut1": "02:11:02:00:00:01",
     "srv0": "02:11:02:00:00:02",
 }
-
-# The counters `nfslice stats --json` reports, in struct order
-# (include/nfsl_structs.h NFSL_COUNTERS).
-COUNTERS = (
-    "sliced", "spliced", "skipped_small", "skipped_full", "skipped_quota",
-    "skipped_big",
-    "evicted", "stale", "bad_token", "replayed", "too_big", "unparsed",
-    "skipped_route", "skipped_local", "skipped_l2", "skipped_mtu",
-    "dropped_gso", "slice_failed", "splice_failed", "explicit_drop",
-    "bad_notice", "parked_bytes", "events_lost", "skipped_csum",
-)
-# The counters of the evictions user space makes (the TTL scan of nfsliced
-# and nfslice evict; include/nfsl_structs.h NFSL_MGR_COUNTERS), which
-# `nfslice stats` shows after COUNTERS.
-MGR_COUNTERS = ("evicted_ttl", "ttl_scans", "ttl_walked", "ttl_overrun",
-                "ttl_raced")
 
 # setpriv arguments that drop to nobody with no groups and no capabilities
 # (setpriv clears the capability sets when the uid leaves 0).
@@ -435,12 +409,13 @@ class Rig(AssertTopo):
 
     def tcx_egress(self, where, dev):
         """Ids of the TCX egress programs of DEV in WHERE."""
-        return [int(x) for x in self.check(where, PY, "-c", TCX_PY,
-                                           dev).split()]
+        return [int(x) for x in self.check(where, PY, "-m", "nfsl.libbpf",
+                                           "tcx-egress", dev).split()]
 
     def tcx_detach(self, where, dev, prog_id):
         """Remove TCX egress program PROG_ID from DEV by hand."""
-        self.check(where, PY, "-c", TCX_PY, dev, str(prog_id))
+        self.check(where, PY, "-m", "nfsl.libbpf", "tcx-egress", dev,
+                   str(prog_id))
 
     def pin_dir(self, name, where="dut"):
         """Where domain NAME of namespace WHERE keeps its pins."""

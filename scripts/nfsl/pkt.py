@@ -23,7 +23,7 @@ if __name__ != "__main__":
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw
 
-    from nfrig import MACS, PY, poll
+    from nfsl.rig import MACS, PY, poll
 
 THRESHOLD = 256   # nfslice attach default --threshold (frame bytes)
 TOKEN_LEN = 16    # bytes a sliced packet carries (include/nfsl_consts.h)

@@ -9,10 +9,10 @@ the slicing namespace and reads what the checks compare: the NF's nftables
 counter, link statistics, qdisc statistics.
 
 Its users subclass Topo for what is theirs alone: scripts/topo_check.py,
-bench/benchlib.py, tests/integration/nfrig.py (Rig, and through it the Topo
-of tests/integration/test_topologies.py). They put this directory on
-sys.path relative to their own file. Stdlib only: the tests and benchmarks
-run it with /usr/bin/python3 as it is.
+nfsl.bench, nfsl.rig (Rig, and through it the Topo of
+tests/integration/test_topologies.py). They import it as nfsl.topo (the
+package's docstring says how each finds it). Stdlib only: the tests and
+benchmarks run it with /usr/bin/python3 as it is.
 
 Roles: a namespace is named by its role, the lower-case stem of a *_NS
 variable of `env`: "cli" is CLI_NS, "slice" SLICE_NS, "nf" NF_NS, "dut"
@@ -37,7 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 # NFSLICE=path runs everything against another binary (as scripts/demo.sh).
 NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
