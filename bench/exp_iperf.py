@@ -67,7 +67,6 @@ Outputs in DIR: iperf.json (every run, the summary, the profiles),
 iperf.csv (one row per run). Needs root, iperf3, perf (linux-perf),
 bpftool, build/nfslice and build/.output/xdp_pass.bpf.o (make).
 """
-import argparse
 import os
 import random
 import shutil
@@ -99,12 +98,8 @@ def log(msg):
 
 
 def parse(argv):
-    ap = argparse.ArgumentParser(
-        prog="exp_iperf.py", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 2)[2])
-    B.add_common_args(ap, "smoke run: kernel offloads, c2s, 1 round of 2 s",
-                      runs=(5, 1))
+    ap = B.parser("exp_iperf.py", __doc__,
+                  "smoke run: kernel offloads, c2s, 1 round of 2 s", runs=(5, 1))
     ap.add_argument("--duration", type=float, help="seconds per iperf3 run")
     ap.add_argument("--offloads", nargs="+", choices=("kernel", "off"))
     ap.add_argument("--dirs", nargs="+", choices=("c2s", "s2c"))

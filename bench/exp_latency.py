@@ -340,9 +340,7 @@ def plot(out, a):
                      fontsize=9)
         ax.grid(True, which="both", alpha=.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "latency_cdf.png"), dpi=110)
-    plt.close(fig)
+    L.benchlib.save_figure(fig, os.path.join(a.out, "latency_cdf.png"))
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, q in zip(axes, ("p50_us", "p90_us", "p99_us")):
@@ -364,9 +362,7 @@ def plot(out, a):
         ax.set_title("%s latency vs load (%s), median of %d, bars min-max"
                      % (q.split("_")[0], out["topology"], out["runs"]), fontsize=9)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "latency_vs_load.png"), dpi=110)
-    plt.close(fig)
+    L.benchlib.save_figure(fig, os.path.join(a.out, "latency_vs_load.png"))
 
 
 if __name__ == "__main__":

@@ -186,10 +186,7 @@ def plot(rows, a):
     bx.grid(True, which="both", alpha=.3)
     bx.legend(fontsize=8)
     fig.suptitle(f"park: where the link stops being the limit ({a.runs} runs)", fontsize=10)
-    fig.tight_layout()
-    path = Path(a.out) / "linkrate.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = B.save_figure(fig, Path(a.out) / "linkrate.png")
     return path
 
 

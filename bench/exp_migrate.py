@@ -375,9 +375,7 @@ def plot(rows, a, path):
     axes[1].set_yscale("symlog", linthresh=100)   # an outlier of 20 ms, and +-100 us
     fig.suptitle(f"median of {a.runs} runs, bars min-max; {a.load_rate} + {a.probe_rate} pps "
                  f"of {a.size} B", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    B.save_figure(fig, path)
 
 
 def copy_offered():

@@ -273,9 +273,7 @@ def plot(out, a):
                                              out["runs"]), fontsize=9)
             ax.grid(True, which="both", alpha=.3)
             ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "sizing.png"), dpi=110)
-    plt.close(fig)
+    L.benchlib.save_figure(fig, os.path.join(a.out, "sizing.png"))
 
 
 if __name__ == "__main__":

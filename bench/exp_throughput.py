@@ -54,7 +54,6 @@ throughput_lossfree.png, throughput_cpu.png, throughput_datamove.png.
 Needs root, build/nfslice and build/nfslice-pktgen (make). Builds its
 topologies under the prefixes nftp-in and nftp-pk and always removes them.
 """
-import argparse
 import json
 import math
 import subprocess
@@ -76,11 +75,8 @@ def log(msg):
 
 
 def parse(argv):
-    ap = argparse.ArgumentParser(
-        prog="exp_throughput.py", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 2)[2])
-    B.add_common_args(ap, "smoke run (< 3 min): sizes 256 1514, 1 run, coarse search")
+    ap = B.parser("exp_throughput.py", __doc__,
+                  "smoke run (< 3 min): sizes 256 1514, 1 run, coarse search")
     ap.add_argument("--topology", choices=("inline", "park", "both"),
                     default="both", help="topologies to run (default both)")
     ap.add_argument("--sizes", nargs="+",
@@ -470,10 +466,7 @@ def plot_lossfree(plt, results, summ, a, out, kinds):
                 ax.axhline(1.0, color="k", lw=0.8, ls="--")
     fig.suptitle(f"Maximum loss-free rate (loss < 0.1%), median of {a.runs} runs, "
                  "bars min-max")
-    fig.tight_layout()
-    f = Path(out) / "throughput_lossfree.png"
-    fig.savefig(f, dpi=110)
-    plt.close(fig)
+    f = B.save_figure(fig, Path(out) / "throughput_lossfree.png")
     return f
 
 
@@ -497,11 +490,7 @@ def plot_fixed(plt, summ, a, out, kinds):
             ax.set_title(lab % ("1" if key == "nf_ns_per_pkt" else "0"))
             ax.legend(fontsize=8)
         fig.suptitle(f"Inline: CPU time per packet at {a.fixed_rate} pps, median of {a.runs} runs")
-        fig.tight_layout()
-        f = Path(out) / "throughput_cpu.png"
-        fig.savefig(f, dpi=110)
-        files.append(f)
-        plt.close(fig)
+        files.append(B.save_figure(fig, Path(out) / "throughput_cpu.png"))
     # (c) data movement
     dm = summ["datamove"]
     if dm:
@@ -521,11 +510,7 @@ def plot_fixed(plt, summ, a, out, kinds):
             ax.set_title(lab, fontsize=9)
             ax.legend(fontsize=8)
         fig.suptitle("Bytes moved per delivered packet, sliced vs unsliced")
-        fig.tight_layout()
-        f = Path(out) / "throughput_datamove.png"
-        fig.savefig(f, dpi=110)
-        files.append(f)
-        plt.close(fig)
+        files.append(B.save_figure(fig, Path(out) / "throughput_datamove.png"))
     return files
 
 

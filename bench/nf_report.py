@@ -253,10 +253,7 @@ def plots(S, out):
             ax.set_ylabel("NDR (kpps, loss < 0.1%)")
             ax.set_title(mode, fontsize=9)
             ax.legend(fontsize=7)
-        fig.tight_layout()
-        f = Path(out) / "nf.ndr.png"
-        fig.savefig(f, dpi=110)
-        plt.close(fig)
+        f = B.save_figure(fig, Path(out) / "nf.ndr.png")
         files.append(f)
     if S["fig12"]:
         keys = fig12_keys(S)
@@ -273,9 +270,6 @@ def plots(S, out):
         ax.set_ylabel("goodput at the server at the NDR (Mbit/s)")
         ax.set_title("PayloadPark Fig. 12 in park (explicit drop x expiry)", fontsize=9)
         ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        f = Path(out) / "nf.fig12.png"
-        fig.savefig(f, dpi=110)
-        plt.close(fig)
+        f = B.save_figure(fig, Path(out) / "nf.fig12.png")
         files.append(f)
     return files

@@ -308,9 +308,7 @@ def plot_ndr(S, path_png):
             ax.legend(fontsize=7)
     fig.suptitle("nfslice-nf no-drop rate (loss < 0.1%); labels: frames posted to the "
                  "kernel (peak), (<x: no trial passed, NDR below x Mpps)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path_png, dpi=110)
-    plt.close(fig)
+    B.save_figure(fig, path_png)
 
 
 def plot_var(S, path_png):
@@ -370,6 +368,4 @@ def plot_var(S, path_png):
         ax.set_xticklabels([f"{r['arch']}\n{r['path']}" for r in st], fontsize=7)
         ax.set_ylabel("other workers' rate, stalled / unstalled")
         ax.set_title("worker 0 stalled", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path_png, dpi=110)
-    plt.close(fig)
+    B.save_figure(fig, path_png)

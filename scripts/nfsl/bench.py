@@ -96,6 +96,17 @@ def parser(prog, doc, quick_help, runs=(3, 1)):
     return ap
 
 
+def save_figure(fig, path):
+    """Lay out matplotlib figure FIG, write it to PATH as a PNG at 110 dpi
+    (the size of the figures in docs/img/) and close it. Returns PATH as
+    a Path."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
 def check_cpus(ap, a):
     """--gen-cpu and --nf-cpu (A's gen_cpu, nf_cpu): online and different,
     else AP's usage error; --seed (a.seed) defaults to the time."""
