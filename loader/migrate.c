@@ -95,7 +95,7 @@ static const struct migrate_opts migrate_defaults = {
 /* Run "nfslice ARGS..." (argv[0] is the subcommand) in the namespace @ns
  * (NULL: ours), its standard output discarded (its errors go to our
  * stderr). Returns its exit status, or -1 when it could not run. */
-static int sub(const char *ns, char *const argv[])
+static int run_in_netns(const char *ns, char *const argv[])
 {
 	char *args[32] = { "nfslice" };
 	int st, n = 1;
@@ -163,34 +163,36 @@ static int target_dir(const char *ns, const char *name, char *dir, size_t len)
 }
 
 /* What the steps share: the old domain, the target, the attach command. */
-struct mig {
+struct migration {
 	const struct migrate_opts *o;
 	struct nfsl_domain d; /* the old instance */
-	char ns[PATH_MAX], tdir[PATH_MAX]; /* the target namespace, the new pins */
+	char ns[PATH_MAX], new_dir[PATH_MAX]; /* the target namespace, the new pins */
 	bool remote;                        /* the target is another host: */
 	struct nfsl_remote rem;             /* every step there a command */
-	char *att[32];
+	char *attach_argv[32]; /* nfslice attach ARGS for the new instance */
 	__u32 wait_ms;
 	__u64 t0;
 };
 
 /* Run "nfslice ARGV..." where the new instance is: its namespace here, or
  * its host. Returns the exit status, -1 when it could not run. */
-static int tsub(const struct mig *m, char *const argv[])
+static int run_at_target(const struct migration *m, char *const argv[])
 {
-	return m->remote ? nfsl_remote_run(&m->rem, argv) : sub(m->ns, argv);
+	return m->remote ? nfsl_remote_run(&m->rem, argv) : run_in_netns(m->ns, argv);
 }
 
 /* The new instance's threshold: a map write here, a command on a host. */
-static int tthreshold(const struct mig *m, const int *lock, __u32 threshold)
+static int set_target_threshold(const struct migration *m, const int *lock, __u32 threshold)
 {
 	char t[16];
 
 	if (!m->remote)
-		return nfsl_mig_threshold(m->tdir, lock, threshold);
+		return nfsl_mig_threshold(m->new_dir, lock, threshold);
 	snprintf(t, sizeof(t), "%u", threshold);
-	return tsub(m, (char *const[]){ "set", "--name", m->o->name, "--threshold", t, NULL }) ?
-		       nfsl_err("setting the threshold on %s failed (above)", m->o->to) : 0;
+	if (run_at_target(m, (char *const[]){ "set", "--name", m->o->name, "--threshold", t,
+					      NULL }))
+		return nfsl_err("setting the threshold on %s failed (above)", m->o->to);
+	return 0;
 }
 
 /*
@@ -218,23 +220,23 @@ static void test_hook(const char *point)
  * Here it is tagged as ours at once (holding.h), so that a kill from now
  * until it slices leaves an instance `nfslice list` names and `nfslice gc`
  * removes. */
-static int attach_new(struct mig *m)
+static int attach_new(struct migration *m)
 {
 	__u64 cookie = 0;
 	char ttl[16];
 	int err;
 
 	snprintf(ttl, sizeof(ttl), "%u", m->d.cfg.ttl_us / 1000);
-	if (tsub(m, m->att)) {
+	if (run_at_target(m, m->attach_argv)) {
 		nfsl_err("attaching the new instance in %s failed (above); nothing changed",
 			 m->o->to);
 		return -1;
 	}
 	if (!m->remote) {
-		err = target_dir(m->ns, m->o->name, m->tdir, sizeof(m->tdir));
+		err = target_dir(m->ns, m->o->name, m->new_dir, sizeof(m->new_dir));
 		if (!err) {
 			nfsl_netns_cookie(&cookie);
-			err = nfsl_holding_mark(m->tdir, cookie);
+			err = nfsl_holding_mark(m->new_dir, cookie);
 		}
 		if (err) {
 			nfsl_err("cannot find or tag the new instance's pins: %s; detach it in %s",
@@ -243,7 +245,7 @@ static int attach_new(struct mig *m)
 		}
 		test_hook("holding");
 	}
-	if (tsub(m, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
+	if (run_at_target(m, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
 		nfsl_err("setting the new instance's TTL failed; detach it in %s", m->o->to);
 		return -1;
 	}
@@ -251,17 +253,17 @@ static int attach_new(struct mig *m)
 }
 
 /* The new instance slices: no longer holding. */
-static void started_new(const struct mig *m)
+static void started_new(const struct migration *m)
 {
-	int err = m->remote ? 0 : nfsl_holding_clear(m->tdir);
+	int err = m->remote ? 0 : nfsl_holding_clear(m->new_dir);
 
 	if (err)
 		nfsl_err("the new instance slices, but its holding tag stays (%s): nfslice "
 			 "gc would detach it once this process ends; remove %s/%s", strerror(-err),
-			 m->tdir, NFSL_PIN_HOLDING);
+			 m->new_dir, NFSL_PIN_HOLDING);
 }
 
-static int run_drain(struct mig *m)
+static int run_drain(struct migration *m)
 {
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
@@ -289,7 +291,7 @@ static int run_drain(struct mig *m)
 	 * trip (and, were both the same host, wait forever). */
 	if (m->remote)
 		switch_unlock(&lock);
-	if (tthreshold(m, &lock, d->cfg.threshold)) {
+	if (set_target_threshold(m, &lock, d->cfg.threshold)) {
 		switch_unlock(&lock);
 		nfsl_err("starting the new instance failed: the old one splices what it parked "
 			 "and slices nothing; set its threshold back (nfslice set --threshold %u)",
@@ -314,13 +316,13 @@ static int run_drain(struct mig *m)
 	 * no splicer that knows its key but the new one: it must drop it as
 	 * stale, not pass it on truncated (issue 17 §1.2). Done before the
 	 * detach: what the old store still holds now is dropped with it. */
-	if (!m->remote && nfsl_retire_key(m->tdir, d->cfg.key, nfsl_retire_grace_ms(&d->cfg)))
+	if (!m->remote && nfsl_retire_key(m->new_dir, d->cfg.key, nfsl_retire_grace_ms(&d->cfg)))
 		nfsl_warn("nfslice: warning: ",
 			  "the new instance could not take the old key as retired: a header "
 			  "the old instance sliced that an NF releases from now on leaves "
 			  "truncated; give migrate a --wait as long as the NFs hold headers");
 	nfsl_domain_close(d);
-	if (sub(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
+	if (run_in_netns(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
 		nfsl_err("detaching the old instance failed (above): it slices nothing; "
 			 "detach it by hand");
 		return -1;
@@ -375,12 +377,12 @@ static void prealloc(int memfd, const struct nfsl_ckpt_dstore *ods)
 
 /* Undo a copy that did not complete: the old instance slices again, the
  * new one goes (it sliced nothing). */
-static void copy_rollback(struct mig *m, int *lock, const char *why)
+static void copy_rollback(struct migration *m, int *lock, const char *why)
 {
 	int bad = nfsl_mig_threshold(m->d.dir, lock, m->d.cfg.threshold);
 
 	switch_unlock(lock); /* the detach takes it */
-	bad |= tsub(m, (char *const[]){ "detach", "--name", m->o->name, NULL });
+	bad |= run_at_target(m, (char *const[]){ "detach", "--name", m->o->name, NULL });
 	nfsl_err("%s; %s", why,
 		 bad ? "rolling back failed too (above): check both instances" :
 		       "rolled back: the old instance slices again, the new one is detached");
@@ -439,7 +441,7 @@ static void report_copy(const struct migrate_opts *o, const struct copy_report *
 	jsonw_end_object(&jw);
 }
 
-static int run_copy(struct mig *m)
+static int run_copy(struct migration *m)
 {
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
@@ -459,7 +461,7 @@ static int run_copy(struct mig *m)
 
 	if (attach_new(m))
 		return -1;
-	if (nfsl_domain_open_dir(&nd, m->tdir) || nd.cfg.slots < d->cfg.slots) {
+	if (nfsl_domain_open_dir(&nd, m->new_dir) || nd.cfg.slots < d->cfg.slots) {
 		nfsl_err("the new instance's store (%u slots) cannot hold the old one's indexes "
 			 "(%u): detach it in %s", nd.cfg.slots, d->cfg.slots, o->to);
 		goto out;
@@ -506,13 +508,13 @@ static int run_copy(struct mig *m)
 	}
 	nfsl_ckpt_import(&img, &nds.st, &now, NFSL_CKPT_LIVE, refs, &imp);
 	memcpy(kc.key, img.cfg.key, sizeof(kc.key));
-	if (nfsl_mig_key_old(m->tdir, &lock, &kc)) {
+	if (nfsl_mig_key_old(m->new_dir, &lock, &kc)) {
 		copy_rollback(m, &lock, "writing the old key into the new instance failed");
 		goto out;
 	}
 	t_imported = nfsl_now_ns();
 	/* 5. The new instance slices and honours both keys. */
-	if (nfsl_mig_key_old(m->tdir, &lock, &(struct nfsl_key_old_change){
+	if (nfsl_mig_key_old(m->new_dir, &lock, &(struct nfsl_key_old_change){
 						  .start = true, .threshold = d->cfg.threshold })) {
 		copy_rollback(m, &lock, "starting the new instance failed");
 		goto out;
@@ -522,7 +524,7 @@ static int run_copy(struct mig *m)
 	started_new(m);
 	/* 6. The old node leaves the return path at once. Its store stays
 	 * mapped here: it tells which copies the old splicer made stale. */
-	detach_rc = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
+	detach_rc = run_in_netns(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
 	if (detach_rc)
 		nfsl_err("detaching the old instance failed (above): it slices nothing, its "
 			 "splicer may still splice; detach it by hand");
@@ -531,8 +533,8 @@ static int run_copy(struct mig *m)
 	 * old key is forgotten: cleared first, wiped once nothing reads it. */
 	nfsl_follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
 		       (__u64)d->cfg.ttl_us * 1000, &f);
-	if (nfsl_mig_key_old(m->tdir, NULL, &(struct nfsl_key_old_change){ .clear = true }) ||
-	    nfsl_mig_key_old(m->tdir, NULL, &(struct nfsl_key_old_change){ .wipe = true })) {
+	if (nfsl_mig_key_old(m->new_dir, NULL, &(struct nfsl_key_old_change){ .clear = true }) ||
+	    nfsl_mig_key_old(m->new_dir, NULL, &(struct nfsl_key_old_change){ .wipe = true })) {
 		nfsl_err("clearing the old key failed: the new instance still honours it "
 			 "(harmless; detach and attach to drop it)");
 		goto out;
@@ -641,7 +643,7 @@ static __u32 send_stale(int fd, const void *buf, size_t size, struct nfsl_slot *
  * detached, the copies its splicer made stale meanwhile (send_stale), so
  * that adopt frees them at once as run_copy's follow does.
  */
-static int run_copy_remote(struct mig *m)
+static int run_copy_remote(struct migration *m)
 {
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
@@ -718,7 +720,7 @@ static int run_copy_remote(struct mig *m)
 	r.imp.restored = jnum(started, "imported");
 	r.imp.conflicts = jnum(started, "conflicts");
 	r.imp.raised = jnum(started, "raised");
-	st = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
+	st = run_in_netns(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
 	if (st)
 		nfsl_err("detaching the old instance failed (above): it slices nothing, its "
 			 "splicer may still splice; detach it by hand");
@@ -774,7 +776,7 @@ static __u32 count_list(const char *list)
 static int run_migrate(void *p, int argc, char **argv)
 {
 	const struct migrate_opts *o = p;
-	struct mig m = { .o = o };
+	struct migration m = { .o = o };
 	char slots[16], keep[16], expiry[16];
 	int n = 11, err, rc;
 
@@ -806,16 +808,16 @@ static int run_migrate(void *p, int argc, char **argv)
 	snprintf(expiry, sizeof(expiry), "%u", m.d.cfg.expiry);
 	m.wait_ms = o->wait_ms != UINT32_MAX ? o->wait_ms :
 		    m.d.cfg.ttl_us ? m.d.cfg.ttl_us / 1000 : 1000;
-	memcpy(m.att, (char *[]){ "attach", "--name", o->name, "--threshold", "65535",
+	memcpy(m.attach_argv, (char *[]){ "attach", "--name", o->name, "--threshold", "65535",
 				  "--slots", slots, "--keep", keep, "--expiry", expiry },
 	       11 * sizeof(char *));
 	if (o->nf_ports) {
-		m.att[n++] = "--nf-port";
-		m.att[n++] = o->nf_ports;
+		m.attach_argv[n++] = "--nf-port";
+		m.attach_argv[n++] = o->nf_ports;
 	}
 	for (int i = 0; i < argc && n < 30; i++)
-		m.att[n++] = argv[i];
-	m.att[n] = NULL;
+		m.attach_argv[n++] = argv[i];
+	m.attach_argv[n] = NULL;
 	m.t0 = nfsl_now_ns();
 	rc = o->mode == MODE_DRAIN ? run_drain(&m) : m.remote ? run_copy_remote(&m) : run_copy(&m);
 	if (m.d.store_fd >= 0)
