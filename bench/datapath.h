@@ -76,7 +76,8 @@
  * One file per job:
  *   datapath_main.c    the programs measured (benches[]), order of the steps
  *   datapath_opts.c    options and --help
- *   datapath_setup.c   the domain (objects, maps, config), the packets, the store
+ *   datapath_setup.c   the domain (objects, maps, config), the store
+ *   datapath_cases.c   the packets, one per size and protocol, sliced or not
  *   datapath_run.c     test runs, blocks of one program, rounds
  *   datapath_stats.c   net cost, bias, quantiles, ratios to the baselines
  *   datapath_report.c  table, JSON and CSV
@@ -101,6 +102,9 @@
 #define DP_ROUTE_SLICE 0 /* NFSL_ROUTE_SLICE of bpf/nfsl_route.h */
 
 enum hook { HOOK_XDP, HOOK_TC };
+
+/* Destination MAC of the packets: the domain's ingress interface. */
+static const __u8 bench_mac_in[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 
 enum bench_id {
 	B_XDP_EMPTY,
@@ -260,11 +264,13 @@ int dp_parse_opts(struct opts *o, int argc, char **argv);
 /* datapath_setup.c */
 int dp_setup_netns(struct bench *b);
 int dp_setup_domain(struct bench *b);
-int dp_setup_cases(struct bench *b);
 int dp_read_counters(struct bench *b, struct nfsl_counters *sum);
 void dp_release_all(struct bench *b);
 int dp_reset_alloc(struct bench *b);
 int dp_flush_store(struct bench *b);
+
+/* datapath_cases.c */
+int dp_setup_cases(struct bench *b);
 
 /* datapath_run.c */
 int dp_run_once(struct bench *b, enum hook hook, int fd, const void *in, unsigned int len,

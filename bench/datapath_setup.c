@@ -2,8 +2,7 @@
 /*
  * The domain, the packets and the store of nfslice-bench-datapath
  * (bench/datapath.h): the four objects loaded and configured as `nfslice
- * attach` does, one packet per size and protocol, slots freed as splicers
- * would free them.
+ * attach` does, slots freed as splicers would free them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,9 +41,6 @@ int dp_read_counters(struct bench *b, struct nfsl_counters *sum)
 
 /* ---- packets ---------------------------------------------------------- */
 
-/* Destination MAC of the packets: the domain's ingress interface. */
-static const __u8 bench_mac_in[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x02 };
-
 /*
  * The driver's private network namespace (main() made it): the packets
  * arrive on the veth BENCH_IF_IN, whose MAC they are addressed to, and the
@@ -80,65 +76,6 @@ int dp_setup_netns(struct bench *b)
 		return -1;
 	}
 	return 0;
-}
-
-/* Ethernet / IPv4 / UDP or TCP frame of @size bytes with valid checksums
- * and a payload pattern, as it would arrive from a wire. */
-static void build_pkt(struct bcase *c)
-{
-	struct ethhdr *eth = (struct ethhdr *)c->pkt;
-	struct iphdr *iph = (struct iphdr *)(eth + 1);
-	void *l4 = iph + 1;
-	unsigned int l4hdr =
-		c->proto == IPPROTO_UDP ? sizeof(struct udphdr) : sizeof(struct tcphdr);
-	unsigned int l4len = c->size - sizeof(*eth) - sizeof(*iph), i;
-	__u16 *csum;
-	__u32 s;
-
-	memset(c->pkt, 0, sizeof(c->pkt));
-	memcpy(eth->h_dest, bench_mac_in, ETH_ALEN);
-	memcpy(eth->h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
-	eth->h_proto = htons(ETH_P_IP);
-	iph->version = 4;
-	iph->ihl = 5;
-	iph->tot_len = htons(c->size - sizeof(*eth));
-	iph->id = htons(0x1234);
-	iph->frag_off = htons(0x4000); /* DF */
-	iph->ttl = 64;
-	iph->protocol = c->proto;
-	iph->saddr = htonl(0xc6120001); /* 198.18.0.1, RFC 2544 range */
-	iph->daddr = htonl(0xc6120002);
-	iph->check = ~nfsl_csum_fold(nfsl_csum_bytes(iph, sizeof(*iph), 0));
-
-	if (c->proto == IPPROTO_UDP) {
-		struct udphdr *udp = l4;
-
-		udp->source = htons(4000);
-		udp->dest = htons(5000);
-		udp->len = htons(l4len);
-		csum = &udp->check;
-	} else {
-		struct tcphdr *tcp = l4;
-
-		tcp->source = htons(4000);
-		tcp->dest = htons(5000);
-		tcp->seq = htonl(1000);
-		tcp->ack_seq = htonl(2000);
-		tcp->doff = 5;
-		tcp->ack = 1;
-		tcp->psh = 1;
-		tcp->window = htons(65535);
-		csum = &tcp->check;
-	}
-	c->payoff = sizeof(*eth) + sizeof(*iph) + l4hdr;
-	for (i = c->payoff; i < c->size; i++)
-		c->pkt[i] = (__u8)(i * 7 + 3);
-
-	s = nfsl_csum_bytes(&iph->saddr, 8, 0);
-	s = nfsl_csum_add(s, htons(c->proto));
-	s = nfsl_csum_add(s, htons(l4len));
-	s = nfsl_csum_bytes(l4, l4len, s);
-	*csum = nfsl_csum_final(~nfsl_csum_fold(s), c->proto == IPPROTO_UDP);
 }
 
 /* ---- domain setup ----------------------------------------------------- */
@@ -459,58 +396,4 @@ int dp_flush_store(struct bench *b)
 	pr_err("--flush needs x86 (clflush)");
 	return -EOPNOTSUPP;
 #endif
-}
-
-/* Prepare the packet of every case and find out which ones get sliced. */
-int dp_setup_cases(struct bench *b)
-{
-	unsigned int i, p, k, n = 0;
-	struct sliced s;
-	int err;
-
-	b->ncases = b->o.nsizes * (b->o.udp + b->o.tcp);
-	b->cases = calloc(b->ncases, sizeof(*b->cases));
-	if (!b->cases)
-		return -ENOMEM;
-	for (i = 0; i < b->o.nsizes; i++) {
-		for (p = 0; p < 2; p++) {
-			struct bcase *c;
-			unsigned int len;
-			__u32 ret;
-
-			if ((p == 0 && !b->o.udp) || (p == 1 && !b->o.tcp))
-				continue;
-			c = &b->cases[n++];
-			c->size = b->o.sizes[i];
-			c->proto = p == 0 ? IPPROTO_UDP : IPPROTO_TCP;
-			build_pkt(c);
-			for (k = 0; k < B_NR; k++) {
-				c->raw[k] = calloc(b->o.rounds, sizeof(double));
-				c->dur[k] = calloc(b->o.rounds, sizeof(double));
-				if (!c->raw[k] || !c->dur[k])
-					return -ENOMEM;
-			}
-			err = dp_run_once(b, HOOK_XDP, bpf_program__fd(b->sl->progs.nfsl_slicer), c->pkt,
-				       c->size, &len, &ret, NULL);
-			if (err) {
-				pr_err("slicer test run failed: %s", strerror(-err));
-				return err;
-			}
-			c->sliced = len < c->size;
-			dp_release_all(b);
-			/* tc-empty / tc-parse run on what the splicer sees. */
-			if (c->sliced) {
-				err = dp_slice_one(b, c, &s);
-				if (err)
-					return err;
-				dp_release_sliced(b, &s);
-				memcpy(c->tc_in, s.buf, s.len);
-				c->tc_in_len = s.len;
-			} else {
-				c->tc_in_len = c->size < SLICED_BUF ? c->size : SLICED_BUF;
-				memcpy(c->tc_in, c->pkt, c->tc_in_len);
-			}
-		}
-	}
-	return 0;
 }

@@ -104,7 +104,7 @@
 #define NFSL_IF_UDP_GRO_FWD_OFF 0x8
 #define NFSL_IF_GRO_LIST_OFF 0x10
 /* The splicer is attached with TCX (Linux >= 6.6: no qdisc, nothing
- * grafted), not as a tc clsact filter (loader/egress.c). */
+ * grafted), not as a tc clsact filter (userspace/lib/nfsl/egress.c). */
 #define NFSL_IF_TCX 0x20
 
 /* Domain flags. */

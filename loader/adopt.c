@@ -23,7 +23,7 @@
 
 #include "nfslice.h"
 #include "nfsl/ckpt.h"
-#include "copyin.h"
+#include "nfsl/copyin.h"
 #include "util/json_writer.h"
 #include "util/util.h"
 

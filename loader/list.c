@@ -19,6 +19,8 @@
 #include "nfsl/domain.h"
 #include "nfsl/domains.h"
 #include "nfsl/retired.h"
+#include "nfsl/detach.h"
+#include "nfsl/health.h"
 #include "nfsl/holding.h"
 #include "util/json_writer.h"
 #include "nfsl/netns.h"

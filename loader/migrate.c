@@ -53,13 +53,13 @@
 #include "nfslice.h"
 #include "nfsl/cfg.h"
 #include "nfsl/ckpt.h"
-#include "copyin.h"
+#include "nfsl/copyin.h"
 #include "nfsl_store.h"
 #include "nfsl/domains.h"
 #include "nfsl/holding.h"
 #include "util/json_writer.h"
 #include "nfsl/netns.h"
-#include "remote.h"
+#include "nfsl/remote.h"
 #include "nfsl/retired.h"
 #include "util/util.h"
 
@@ -95,7 +95,7 @@ static const struct migrate_opts migrate_defaults = {
 /* Run "nfslice ARGS..." (argv[0] is the subcommand) in the namespace @ns
  * (NULL: ours), its standard output discarded (its errors go to our
  * stderr). Returns its exit status, or -1 when it could not run. */
-static int sub(const char *ns, char *const argv[])
+static int run_in_netns(const char *ns, char *const argv[])
 {
 	char *args[32] = { "nfslice" };
 	int st, n = 1;
@@ -163,34 +163,36 @@ static int target_dir(const char *ns, const char *name, char *dir, size_t len)
 }
 
 /* What the steps share: the old domain, the target, the attach command. */
-struct mig {
+struct migration {
 	const struct migrate_opts *o;
 	struct nfsl_domain d; /* the old instance */
-	char ns[PATH_MAX], tdir[PATH_MAX]; /* the target namespace, the new pins */
+	char ns[PATH_MAX], new_dir[PATH_MAX]; /* the target namespace, the new pins */
 	bool remote;                        /* the target is another host: */
 	struct nfsl_remote rem;             /* every step there a command */
-	char *att[32];
+	char *attach_argv[32]; /* nfslice attach ARGS for the new instance */
 	__u32 wait_ms;
 	__u64 t0;
 };
 
 /* Run "nfslice ARGV..." where the new instance is: its namespace here, or
  * its host. Returns the exit status, -1 when it could not run. */
-static int tsub(const struct mig *m, char *const argv[])
+static int run_at_target(const struct migration *m, char *const argv[])
 {
-	return m->remote ? nfsl_remote_run(&m->rem, argv) : sub(m->ns, argv);
+	return m->remote ? nfsl_remote_run(&m->rem, argv) : run_in_netns(m->ns, argv);
 }
 
 /* The new instance's threshold: a map write here, a command on a host. */
-static int tthreshold(const struct mig *m, const int *lock, __u32 threshold)
+static int set_target_threshold(const struct migration *m, const int *lock, __u32 threshold)
 {
 	char t[16];
 
 	if (!m->remote)
-		return nfsl_mig_threshold(m->tdir, lock, threshold);
+		return nfsl_mig_threshold(m->new_dir, lock, threshold);
 	snprintf(t, sizeof(t), "%u", threshold);
-	return tsub(m, (char *const[]){ "set", "--name", m->o->name, "--threshold", t, NULL }) ?
-		       nfsl_err("setting the threshold on %s failed (above)", m->o->to) : 0;
+	if (run_at_target(m, (char *const[]){ "set", "--name", m->o->name, "--threshold", t,
+					      NULL }))
+		return nfsl_err("setting the threshold on %s failed (above)", m->o->to);
+	return 0;
 }
 
 /*
@@ -218,23 +220,23 @@ static void test_hook(const char *point)
  * Here it is tagged as ours at once (holding.h), so that a kill from now
  * until it slices leaves an instance `nfslice list` names and `nfslice gc`
  * removes. */
-static int attach_new(struct mig *m)
+static int attach_new(struct migration *m)
 {
 	__u64 cookie = 0;
 	char ttl[16];
 	int err;
 
 	snprintf(ttl, sizeof(ttl), "%u", m->d.cfg.ttl_us / 1000);
-	if (tsub(m, m->att)) {
+	if (run_at_target(m, m->attach_argv)) {
 		nfsl_err("attaching the new instance in %s failed (above); nothing changed",
 			 m->o->to);
 		return -1;
 	}
 	if (!m->remote) {
-		err = target_dir(m->ns, m->o->name, m->tdir, sizeof(m->tdir));
+		err = target_dir(m->ns, m->o->name, m->new_dir, sizeof(m->new_dir));
 		if (!err) {
 			nfsl_netns_cookie(&cookie);
-			err = nfsl_holding_mark(m->tdir, cookie);
+			err = nfsl_holding_mark(m->new_dir, cookie);
 		}
 		if (err) {
 			nfsl_err("cannot find or tag the new instance's pins: %s; detach it in %s",
@@ -243,7 +245,7 @@ static int attach_new(struct mig *m)
 		}
 		test_hook("holding");
 	}
-	if (tsub(m, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
+	if (run_at_target(m, (char *const[]){ "set", "--name", m->o->name, "--ttl", ttl, NULL })) {
 		nfsl_err("setting the new instance's TTL failed; detach it in %s", m->o->to);
 		return -1;
 	}
@@ -251,17 +253,17 @@ static int attach_new(struct mig *m)
 }
 
 /* The new instance slices: no longer holding. */
-static void started_new(const struct mig *m)
+static void started_new(const struct migration *m)
 {
-	int err = m->remote ? 0 : nfsl_holding_clear(m->tdir);
+	int err = m->remote ? 0 : nfsl_holding_clear(m->new_dir);
 
 	if (err)
 		nfsl_err("the new instance slices, but its holding tag stays (%s): nfslice "
 			 "gc would detach it once this process ends; remove %s/%s", strerror(-err),
-			 m->tdir, NFSL_PIN_HOLDING);
+			 m->new_dir, NFSL_PIN_HOLDING);
 }
 
-static int run_drain(struct mig *m)
+static int run_drain(struct migration *m)
 {
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
@@ -289,7 +291,7 @@ static int run_drain(struct mig *m)
 	 * trip (and, were both the same host, wait forever). */
 	if (m->remote)
 		switch_unlock(&lock);
-	if (tthreshold(m, &lock, d->cfg.threshold)) {
+	if (set_target_threshold(m, &lock, d->cfg.threshold)) {
 		switch_unlock(&lock);
 		nfsl_err("starting the new instance failed: the old one splices what it parked "
 			 "and slices nothing; set its threshold back (nfslice set --threshold %u)",
@@ -314,13 +316,13 @@ static int run_drain(struct mig *m)
 	 * no splicer that knows its key but the new one: it must drop it as
 	 * stale, not pass it on truncated (issue 17 §1.2). Done before the
 	 * detach: what the old store still holds now is dropped with it. */
-	if (!m->remote && nfsl_retire_key(m->tdir, d->cfg.key, nfsl_retire_grace_ms(&d->cfg)))
+	if (!m->remote && nfsl_retire_key(m->new_dir, d->cfg.key, nfsl_retire_grace_ms(&d->cfg)))
 		nfsl_warn("nfslice: warning: ",
 			  "the new instance could not take the old key as retired: a header "
 			  "the old instance sliced that an NF releases from now on leaves "
 			  "truncated; give migrate a --wait as long as the NFs hold headers");
 	nfsl_domain_close(d);
-	if (sub(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
+	if (run_in_netns(NULL, (char *const[]){ "detach", "--name", o->name, NULL })) {
 		nfsl_err("detaching the old instance failed (above): it slices nothing; "
 			 "detach it by hand");
 		return -1;
@@ -375,12 +377,12 @@ static void prealloc(int memfd, const struct nfsl_ckpt_dstore *ods)
 
 /* Undo a copy that did not complete: the old instance slices again, the
  * new one goes (it sliced nothing). */
-static void copy_rollback(struct mig *m, int *lock, const char *why)
+static void copy_rollback(struct migration *m, int *lock, const char *why)
 {
 	int bad = nfsl_mig_threshold(m->d.dir, lock, m->d.cfg.threshold);
 
 	switch_unlock(lock); /* the detach takes it */
-	bad |= tsub(m, (char *const[]){ "detach", "--name", m->o->name, NULL });
+	bad |= run_at_target(m, (char *const[]){ "detach", "--name", m->o->name, NULL });
 	nfsl_err("%s; %s", why,
 		 bad ? "rolling back failed too (above): check both instances" :
 		       "rolled back: the old instance slices again, the new one is detached");
@@ -439,123 +441,137 @@ static void report_copy(const struct migrate_opts *o, const struct copy_report *
 	jsonw_end_object(&jw);
 }
 
-static int run_copy(struct mig *m)
+/*
+ * One copy-mode migration, whichever the target: the old store and the
+ * image, the lock, the report; and the new instance's side, here (its
+ * store mapped in this process) or on another host (nfslice adopt there,
+ * fed through ssh).
+ */
+struct copy_run {
+	struct migration *m;
+	const char *at; /* "in" a namespace, "on" a host: for messages */
+	struct nfsl_ckpt_dstore ods;
+	const void *buf; /* the image */
+	size_t size;
+	int memfd, lock;
+	struct copy_report r;
+	/* the new instance here */
+	struct nfsl_domain nd;
+	struct nfsl_ckpt_dstore nds;
+	struct nfsl_ckpt_ref *refs;
+	/* the new instance on a host: adopt's pipes */
+	pid_t pid;
+	int to;
+	FILE *in;
+	json_t *started;
+	void (*old_pipe)(int);
+};
+
+/* Where the new instance is: the steps that differ. Each returns 0 or -1
+ * (printed; after the old slicer stopped, rolled back). */
+struct copy_transport {
+	/* The new instance ready for the image: its store holds every old index. */
+	int (*open)(struct copy_run *c);
+	/* nfsl_ckpt_write's flags: in memory here no CRC; to a host one (it
+	 * crosses a network). */
+	unsigned int ckpt_flags;
+	/* Release the lock once the old slicer stopped: a host's import
+	 * takes that host's lock (run_drain). */
+	bool unlock_early;
+	/* The image imported, the new instance slicing with both keys
+	 * (r.t_imported, r.t_start set), the lock still held when it was. */
+	int (*import)(struct copy_run *c);
+	/* After the old instance's detach: the imported copies followed to
+	 * their end (r.f, r.t_end). */
+	int (*follow)(struct copy_run *c);
+	/* Release what open took; may turn *@rc into a failure. */
+	void (*close)(struct copy_run *c, int *rc);
+};
+
+/* Here: the new store mapped beside the old one before the old slicer
+ * stops (mapping 128 MiB takes milliseconds, which the unsliced window
+ * need not hold). */
+static int here_open(struct copy_run *c)
 {
-	const struct migrate_opts *o = m->o;
-	struct nfsl_domain *d = &m->d;
-	struct nfsl_ckpt_result saved, imp = {};
-	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 }, nds = { .tcursor_fd = -1 };
-	struct nfsl_domain nd = { .store_fd = -1 };
+	const struct migration *m = c->m;
+	char err[1024] = "";
+
+	if (nfsl_domain_open_dir(&c->nd, m->new_dir) || c->nd.cfg.slots < m->d.cfg.slots)
+		return nfsl_err("the new instance's store (%u slots) cannot hold the old one's "
+				"indexes (%u): detach it in %s", c->nd.cfg.slots, m->d.cfg.slots,
+				m->o->to);
+	if (nfsl_ckpt_dstore_open(&c->nds, &c->nd, err, sizeof(err)))
+		return nfsl_err("%s; detach the new instance in %s", err, m->o->to);
+	return 0;
+}
+
+/* 4. Imported into the new store (NFSL_CKPT_LIVE: it keeps its key); the
+ * old key as its key_old, not yet honoured; 5. the new instance slices and
+ * honours both keys. */
+static int here_import(struct copy_run *c)
+{
+	struct migration *m = c->m;
 	struct nfsl_key_old_change kc = { .set = true };
-	struct nfsl_ckpt_ref *refs = NULL;
 	struct nfsl_ckpt_clock now;
 	struct nfsl_ckpt_img img;
-	struct nfsl_follow f = {};
-	const void *buf = NULL;
 	char err[1024] = "";
-	size_t size = 0;
-	__u64 t_stop, t_saved, t_imported, t_start, t_detached, t_end, lock_ns = 0;
-	int memfd = -1, rc = -1, detach_rc, lock = -1;
 
-	if (attach_new(m))
+	if (nfsl_ckpt_parse(c->buf, c->size, NFSL_CKPT_TRUSTED, &img, err, sizeof(err))) {
+		copy_rollback(m, &c->lock, err);
 		return -1;
-	if (nfsl_domain_open_dir(&nd, m->tdir) || nd.cfg.slots < d->cfg.slots) {
-		nfsl_err("the new instance's store (%u slots) cannot hold the old one's indexes "
-			 "(%u): detach it in %s", nd.cfg.slots, d->cfg.slots, o->to);
-		goto out;
 	}
-	/* Both stores mapped before the old slicer stops: mapping 128 MiB
-	 * takes milliseconds, which the unsliced window need not hold. */
-	if (nfsl_ckpt_dstore_open(&ods, d, err, sizeof(err)) ||
-	    nfsl_ckpt_dstore_open(&nds, &nd, err, sizeof(err)) ||
-	    (memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC)) < 0) {
-		nfsl_err("%s; detach the new instance in %s", memfd < 0 ? strerror(errno) : err,
-			 o->to);
-		goto out;
+	c->refs = calloc(img.nrecs + 1, sizeof(*c->refs));
+	if (!c->refs || nfsl_ckpt_dstore_clocks(&c->nds) || nfsl_ckpt_clock_now(&now)) {
+		copy_rollback(m, &c->lock, "cannot read the new instance's cursors or the clock");
+		return -1;
 	}
-	prealloc(memfd, &ods);
-	/* 2. The old slicer stops; what it was parking settles. The lock is
-	 * held from here until the new instance slices: no other session's
-	 * command waits inside the unsliced window. */
-	lock = switch_lock(&lock_ns);
-	if (lock < 0)
-		goto out;
-	t_stop = nfsl_now_ns();
-	if (nfsl_mig_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
-		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
-			 "detach the new one in %s", o->to);
-		goto out;
-	}
-	usleep(COPY_GRACE_US);
-	/* 3. The busy slots, every generation, the clocks, the key: an image
-	 * in memory (what another host would receive). */
-	if (nfsl_ckpt_dstore_clocks(&ods) ||
-	    nfsl_ckpt_write(&ods.st, memfd, NFSL_CKPT_NOCRC, &saved, err, sizeof(err)) ||
-	    nfsl_ckpt_map(memfd, "the image", &buf, &size, err, sizeof(err)) ||
-	    nfsl_ckpt_parse(buf, size, NFSL_CKPT_TRUSTED, &img, err, sizeof(err))) {
-		copy_rollback(m, &lock, *err ? err : "cannot read the old instance's cursors");
-		goto out;
-	}
-	t_saved = nfsl_now_ns();
-	/* 4. Imported into the new store (NFSL_CKPT_LIVE: it keeps its key);
-	 * the old key as its key_old, not yet honoured. */
-	refs = calloc(img.nrecs + 1, sizeof(*refs));
-	if (!refs || nfsl_ckpt_dstore_clocks(&nds) || nfsl_ckpt_clock_now(&now)) {
-		copy_rollback(m, &lock, "cannot read the new instance's cursors or the clock");
-		goto out;
-	}
-	nfsl_ckpt_import(&img, &nds.st, &now, NFSL_CKPT_LIVE, refs, &imp);
+	nfsl_ckpt_import(&img, &c->nds.st, &now, NFSL_CKPT_LIVE, c->refs, &c->r.imp);
 	memcpy(kc.key, img.cfg.key, sizeof(kc.key));
-	if (nfsl_mig_key_old(m->tdir, &lock, &kc)) {
-		copy_rollback(m, &lock, "writing the old key into the new instance failed");
-		goto out;
+	if (nfsl_mig_key_old(m->new_dir, &c->lock, &kc)) {
+		copy_rollback(m, &c->lock, "writing the old key into the new instance failed");
+		return -1;
 	}
-	t_imported = nfsl_now_ns();
-	/* 5. The new instance slices and honours both keys. */
-	if (nfsl_mig_key_old(m->tdir, &lock, &(struct nfsl_key_old_change){
-						  .start = true, .threshold = d->cfg.threshold })) {
-		copy_rollback(m, &lock, "starting the new instance failed");
-		goto out;
+	c->r.t_imported = nfsl_now_ns();
+	if (nfsl_mig_key_old(m->new_dir, &c->lock, &(struct nfsl_key_old_change){
+			.start = true, .threshold = m->d.cfg.threshold })) {
+		copy_rollback(m, &c->lock, "starting the new instance failed");
+		return -1;
 	}
-	t_start = nfsl_now_ns();
-	switch_unlock(&lock);
-	started_new(m);
-	/* 6. The old node leaves the return path at once. Its store stays
-	 * mapped here: it tells which copies the old splicer made stale. */
-	detach_rc = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
-	if (detach_rc)
-		nfsl_err("detaching the old instance failed (above): it slices nothing, its "
-			 "splicer may still splice; detach it by hand");
-	t_detached = nfsl_now_ns();
-	/* 7. Until no imported payload is left (or the wait ends), then the
-	 * old key is forgotten: cleared first, wiped once nothing reads it. */
-	nfsl_follow_imports(nds.st.slots, ods.st.slots, refs, imp.restored, t_start, m->wait_ms,
-		       (__u64)d->cfg.ttl_us * 1000, &f);
-	if (nfsl_mig_key_old(m->tdir, NULL, &(struct nfsl_key_old_change){ .clear = true }) ||
-	    nfsl_mig_key_old(m->tdir, NULL, &(struct nfsl_key_old_change){ .wipe = true })) {
-		nfsl_err("clearing the old key failed: the new instance still honours it "
-			 "(harmless; detach and attach to drop it)");
-		goto out;
-	}
-	t_end = nfsl_now_ns();
-	rc = detach_rc ? -1 : 0;
-	report_copy(o, &(struct copy_report){
-			       .saved = saved, .imp = imp, .f = f, .lock_ns = lock_ns,
-			       .t0 = m->t0, .t_stop = t_stop, .t_saved = t_saved,
-			       .t_imported = t_imported, .t_start = t_start,
-			       .t_detached = t_detached, .t_end = t_end });
-out:
-	switch_unlock(&lock);
-	free(refs);
-	nfsl_ckpt_unmap(buf, size);
-	if (memfd >= 0)
-		close(memfd);
-	nfsl_ckpt_dstore_close(&ods);
-	nfsl_ckpt_dstore_close(&nds);
-	if (nd.store_fd >= 0)
-		nfsl_domain_close(&nd);
-	return rc;
+	c->r.t_start = nfsl_now_ns();
+	return 0;
 }
+
+/* 7. Until no imported payload is left (or the wait ends), then the old
+ * key is forgotten: cleared first, wiped once nothing reads it. */
+static int here_follow(struct copy_run *c)
+{
+	const struct migration *m = c->m;
+
+	nfsl_follow_imports(c->nds.st.slots, c->ods.st.slots, c->refs, c->r.imp.restored,
+			    c->r.t_start, m->wait_ms, (__u64)m->d.cfg.ttl_us * 1000, &c->r.f);
+	if (nfsl_mig_key_old(m->new_dir, NULL, &(struct nfsl_key_old_change){ .clear = true }) ||
+	    nfsl_mig_key_old(m->new_dir, NULL, &(struct nfsl_key_old_change){ .wipe = true }))
+		return nfsl_err("clearing the old key failed: the new instance still honours it "
+				"(harmless; detach and attach to drop it)");
+	c->r.t_end = nfsl_now_ns();
+	return 0;
+}
+
+static void here_close(struct copy_run *c, int *rc)
+{
+	free(c->refs);
+	nfsl_ckpt_dstore_close(&c->nds);
+	if (c->nd.store_fd >= 0)
+		nfsl_domain_close(&c->nd);
+}
+
+static const struct copy_transport copy_here = {
+	.open = here_open,
+	.ckpt_flags = NFSL_CKPT_NOCRC,
+	.import = here_import,
+	.follow = here_follow,
+	.close = here_close,
+};
 
 /* The next protocol line of nfslice adopt (loader/adopt.c) from @in: the
  * object when it is {"@event":true,...}, else NULL (the stream ended:
@@ -633,131 +649,183 @@ static __u32 send_stale(int fd, const void *buf, size_t size, struct nfsl_slot *
 	return n;
 }
 
-/*
- * Copy mode to another host: the steps of run_copy, with the new store's
- * part done there by `nfslice adopt`, started before the old slicer stops
- * (ssh and mapping the store take long) and fed the image (with its CRC:
- * it crosses a network) through ssh, then, once the old instance is
- * detached, the copies its splicer made stale meanwhile (send_stale), so
- * that adopt frees them at once as run_copy's follow does.
- */
-static int run_copy_remote(struct mig *m)
+/* To a host: nfslice adopt there, started before the old slicer stops
+ * (ssh and mapping the store take long), ready once its store is. */
+static int host_open(struct copy_run *c)
 {
-	const struct migrate_opts *o = m->o;
-	struct nfsl_domain *d = &m->d;
-	struct nfsl_ckpt_dstore ods = { .tcursor_fd = -1 };
-	struct copy_report r = { .t0 = m->t0 };
-	char thr[16], wait[16], err[1024] = "";
-	json_t *ready = NULL, *started = NULL, *done = NULL;
-	const void *buf = NULL;
-	size_t size = 0;
-	int memfd = -1, to = -1, from = -1, lock = -1, rc = -1, st;
-	void (*old_pipe)(int);
-	FILE *in = NULL;
-	pid_t pid = -1;
-	__u64 len;
+	const struct migration *m = c->m;
+	char thr[16], wait[16];
+	json_t *ready;
+	int from = -1, rc = 0;
+
+	c->old_pipe = signal(SIGPIPE, SIG_IGN); /* a dead ssh: EPIPE, not death */
+	snprintf(thr, sizeof(thr), "%u", m->d.cfg.threshold);
+	snprintf(wait, sizeof(wait), "%u", m->wait_ms);
+	c->pid = nfsl_remote_spawn(&m->rem, (char *const[]){ "adopt", "--name", m->o->name,
+							     "--threshold", thr, "--wait", wait,
+							     NULL },
+				   &c->to, &from);
+	if (c->pid < 0 || !(c->in = fdopen(from, "r"))) {
+		if (from >= 0)
+			close(from);
+		return nfsl_err("cannot start nfslice adopt on %s; detach the new instance there",
+				m->o->to);
+	}
+	ready = adopt_line(c->in, "ready");
+	if (!ready || jnum(ready, "slots") < m->d.cfg.slots)
+		rc = nfsl_err("the new instance on %s is not ready (%s); detach it there", m->o->to,
+			      ready ? "its store has fewer slots than the old one's indexes" :
+				      "adopt ended, above");
+	json_decref(ready);
+	return rc;
+}
+
+/* The image (with its CRC) through ssh; adopt imports it and starts. */
+static int host_import(struct copy_run *c)
+{
+	__u64 len = htole64(c->size);
+
+	if (write_all(c->to, (const char *)&len, sizeof(len)) ||
+	    write_all(c->to, c->buf, c->size)) {
+		copy_rollback(c->m, &c->lock, "sending the image failed");
+		return -1;
+	}
+	c->started = adopt_line(c->in, "started");
+	if (!c->started) {
+		copy_rollback(c->m, &c->lock, "the new instance did not start (its error above)");
+		return -1;
+	}
+	c->r.t_start = c->r.t_imported = nfsl_now_ns();
+	c->r.imp.restored = jnum(c->started, "imported");
+	c->r.imp.conflicts = jnum(c->started, "conflicts");
+	c->r.imp.raised = jnum(c->started, "raised");
+	return 0;
+}
+
+/* The old splicer is gone: the copies it made stale are final; adopt frees
+ * them at once (send_stale), as here_follow does, and reports the end. */
+static int host_follow(struct copy_run *c)
+{
+	json_t *done;
+
+	c->r.f.stale = send_stale(c->to, c->buf, c->size, c->ods.st.slots);
+	close(c->to);
+	c->to = -1;
+	done = adopt_line(c->in, "done");
+	c->r.t_end = nfsl_now_ns();
+	if (!done)
+		return nfsl_err("the new instance on %s slices, but did not report its copies' "
+				"end (above)", c->m->o->to);
+	c->r.f.spliced = jnum(done, "spliced_new");
+	c->r.f.stale = jnum(done, "stale_copies");
+	c->r.f.expired = jnum(done, "expired");
+	c->r.f.left = jnum(done, "busy_left");
+	json_decref(done);
+	return 0;
+}
+
+static void host_close(struct copy_run *c, int *rc)
+{
+	if (c->to >= 0)
+		close(c->to);
+	if (c->in)
+		fclose(c->in);
+	if (c->pid > 0 && nfsl_remote_wait(c->pid) && !*rc)
+		*rc = nfsl_err("nfslice adopt on %s failed at its end (above)", c->m->o->to);
+	json_decref(c->started);
+	signal(SIGPIPE, c->old_pipe); /* host_open ran: it set it */
+}
+
+static const struct copy_transport copy_to_host = {
+	.open = host_open,
+	.unlock_early = true,
+	.import = host_import,
+	.follow = host_follow,
+	.close = host_close,
+};
+
+/* The old store mapped and the image's memfd given its pages, before the
+ * old slicer stops. */
+static int copy_open_old(struct copy_run *c)
+{
+	char err[1024] = "";
+
+	if (nfsl_ckpt_dstore_open(&c->ods, &c->m->d, err, sizeof(err)) ||
+	    (c->memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC)) < 0)
+		return nfsl_err("%s; detach the new instance %s %s",
+				c->memfd < 0 && !*err ? strerror(errno) : err, c->at, c->m->o->to);
+	prealloc(c->memfd, &c->ods);
+	return 0;
+}
+
+/* 2. The old slicer stops; what it was parking settles. Here the lock is
+ * held from then until the new instance slices: no other session's
+ * command waits inside the unsliced window. 3. The busy slots, every
+ * generation, the clocks, the key: an image in memory. */
+static int copy_take_image(struct copy_run *c, const struct copy_transport *tp)
+{
+	struct migration *m = c->m;
+	char err[1024] = "";
+
+	c->lock = switch_lock(&c->r.lock_ns);
+	if (c->lock < 0)
+		return -1;
+	c->r.t_stop = nfsl_now_ns();
+	if (nfsl_mig_threshold(m->d.dir, &c->lock, HOLD_THRESHOLD))
+		return nfsl_err("stopping the old instance failed; both attached, the old one "
+				"slicing: detach the new one %s %s", c->at, m->o->to);
+	if (tp->unlock_early)
+		switch_unlock(&c->lock);
+	usleep(COPY_GRACE_US);
+	if (nfsl_ckpt_dstore_clocks(&c->ods) ||
+	    nfsl_ckpt_write(&c->ods.st, c->memfd, tp->ckpt_flags, &c->r.saved, err, sizeof(err)) ||
+	    nfsl_ckpt_map(c->memfd, "the image", &c->buf, &c->size, err, sizeof(err))) {
+		copy_rollback(m, &c->lock, *err ? err : "cannot read the old instance's cursors");
+		return -1;
+	}
+	c->r.t_saved = nfsl_now_ns();
+	return 0;
+}
+
+/* Copy mode, one path for both targets (the steps that differ in @tp):
+ * the new instance attached holding and ready, the old slicer stopped,
+ * the image taken and imported, the new instance slicing with both keys,
+ * 6. the old node leaving the return path at once (its store stays mapped
+ * here: it tells which copies the old splicer made stale), the copies
+ * followed to their end. */
+static int run_copy(struct migration *m)
+{
+	const struct copy_transport *tp = m->remote ? &copy_to_host : &copy_here;
+	struct copy_run c = {
+		.m = m, .at = m->remote ? "on" : "in", .ods = { .tcursor_fd = -1 },
+		.memfd = -1, .lock = -1, .r = { .t0 = m->t0 },
+		.nd = { .store_fd = -1 }, .nds = { .tcursor_fd = -1 }, .pid = -1, .to = -1,
+	};
+	int rc = -1, detach_rc;
 
 	if (attach_new(m))
 		return -1;
-	old_pipe = signal(SIGPIPE, SIG_IGN); /* a dead ssh: EPIPE, not death */
-	snprintf(thr, sizeof(thr), "%u", d->cfg.threshold);
-	snprintf(wait, sizeof(wait), "%u", m->wait_ms);
-	pid = nfsl_remote_spawn(&m->rem, (char *const[]){ "adopt", "--name", o->name,
-							  "--threshold", thr, "--wait", wait,
-							  NULL },
-				&to, &from);
-	if (pid < 0 || !(in = fdopen(from, "r"))) {
-		nfsl_err("cannot start nfslice adopt on %s; detach the new instance there", o->to);
+	if (tp->open(&c) || copy_open_old(&c) || copy_take_image(&c, tp) || tp->import(&c))
 		goto out;
-	}
-	from = -1;
-	ready = adopt_line(in, "ready");
-	if (!ready || jnum(ready, "slots") < d->cfg.slots) {
-		nfsl_err("the new instance on %s is not ready (%s); detach it there", o->to,
-			 ready ? "its store has fewer slots than the old one's indexes" :
-				 "adopt ended, above");
-		goto out;
-	}
-	if (nfsl_ckpt_dstore_open(&ods, d, err, sizeof(err)) ||
-	    (memfd = memfd_create("nfslice-migrate", MFD_CLOEXEC)) < 0) {
-		nfsl_err("%s; detach the new instance on %s", memfd < 0 ? strerror(errno) : err,
-			 o->to);
-		goto out;
-	}
-	prealloc(memfd, &ods);
-	lock = switch_lock(&r.lock_ns);
-	if (lock < 0)
-		goto out;
-	r.t_stop = nfsl_now_ns();
-	if (nfsl_mig_threshold(d->dir, &lock, HOLD_THRESHOLD)) {
-		nfsl_err("stopping the old instance failed; both attached, the old one slicing: "
-			 "detach the new one on %s", o->to);
-		goto out;
-	}
-	switch_unlock(&lock); /* adopt takes its host's lock (run_drain) */
-	usleep(COPY_GRACE_US);
-	if (nfsl_ckpt_dstore_clocks(&ods) ||
-	    nfsl_ckpt_write(&ods.st, memfd, 0, &r.saved, err, sizeof(err)) ||
-	    nfsl_ckpt_map(memfd, "the image", &buf, &size, err, sizeof(err))) {
-		copy_rollback(m, &lock, *err ? err : "cannot read the old instance's cursors");
-		goto out;
-	}
-	r.t_saved = nfsl_now_ns();
-	len = htole64(size);
-	if (write_all(to, (const char *)&len, sizeof(len)) || write_all(to, buf, size)) {
-		copy_rollback(m, &lock, "sending the image failed");
-		goto out;
-	}
-	started = adopt_line(in, "started");
-	if (!started) {
-		copy_rollback(m, &lock, "the new instance did not start (its error above)");
-		goto out;
-	}
-	r.t_start = r.t_imported = nfsl_now_ns();
-	switch_unlock(&lock);
-	r.imp.restored = jnum(started, "imported");
-	r.imp.conflicts = jnum(started, "conflicts");
-	r.imp.raised = jnum(started, "raised");
-	st = sub(NULL, (char *const[]){ "detach", "--name", o->name, "--no-drain", NULL });
-	if (st)
+	switch_unlock(&c.lock);
+	started_new(m);
+	detach_rc = run_in_netns(NULL, (char *const[]){ "detach", "--name", m->o->name,
+							"--no-drain", NULL });
+	if (detach_rc)
 		nfsl_err("detaching the old instance failed (above): it slices nothing, its "
 			 "splicer may still splice; detach it by hand");
-	r.t_detached = nfsl_now_ns();
-	/* The old splicer is gone: the copies it made stale are final. */
-	r.f.stale = send_stale(to, buf, size, ods.st.slots);
-	close(to);
-	to = -1;
-	done = adopt_line(in, "done");
-	r.t_end = nfsl_now_ns();
-	if (!done) {
-		nfsl_err("the new instance on %s slices, but did not report its copies' end "
-			 "(above)", o->to);
+	c.r.t_detached = nfsl_now_ns();
+	if (tp->follow(&c))
 		goto out;
-	}
-	r.f.spliced = jnum(done, "spliced_new");
-	r.f.stale = jnum(done, "stale_copies");
-	r.f.expired = jnum(done, "expired");
-	r.f.left = jnum(done, "busy_left");
-	report_copy(o, &r);
-	rc = st ? -1 : 0;
+	report_copy(m->o, &c.r);
+	rc = detach_rc ? -1 : 0;
 out:
-	switch_unlock(&lock);
-	if (to >= 0)
-		close(to);
-	if (from >= 0)
-		close(from);
-	if (in)
-		fclose(in);
-	if (pid > 0 && nfsl_remote_wait(pid) && !rc)
-		rc = nfsl_err("nfslice adopt on %s failed at its end (above)", o->to);
-	json_decref(ready);
-	json_decref(started);
-	json_decref(done);
-	nfsl_ckpt_unmap(buf, size);
-	if (memfd >= 0)
-		close(memfd);
-	nfsl_ckpt_dstore_close(&ods);
-	signal(SIGPIPE, old_pipe);
+	switch_unlock(&c.lock);
+	tp->close(&c, &rc);
+	nfsl_ckpt_unmap(c.buf, c.size);
+	if (c.memfd >= 0)
+		close(c.memfd);
+	nfsl_ckpt_dstore_close(&c.ods);
 	return rc;
 }
 
@@ -774,7 +842,7 @@ static __u32 count_list(const char *list)
 static int run_migrate(void *p, int argc, char **argv)
 {
 	const struct migrate_opts *o = p;
-	struct mig m = { .o = o };
+	struct migration m = { .o = o };
 	char slots[16], keep[16], expiry[16];
 	int n = 11, err, rc;
 
@@ -806,18 +874,18 @@ static int run_migrate(void *p, int argc, char **argv)
 	snprintf(expiry, sizeof(expiry), "%u", m.d.cfg.expiry);
 	m.wait_ms = o->wait_ms != UINT32_MAX ? o->wait_ms :
 		    m.d.cfg.ttl_us ? m.d.cfg.ttl_us / 1000 : 1000;
-	memcpy(m.att, (char *[]){ "attach", "--name", o->name, "--threshold", "65535",
+	memcpy(m.attach_argv, (char *[]){ "attach", "--name", o->name, "--threshold", "65535",
 				  "--slots", slots, "--keep", keep, "--expiry", expiry },
 	       11 * sizeof(char *));
 	if (o->nf_ports) {
-		m.att[n++] = "--nf-port";
-		m.att[n++] = o->nf_ports;
+		m.attach_argv[n++] = "--nf-port";
+		m.attach_argv[n++] = o->nf_ports;
 	}
 	for (int i = 0; i < argc && n < 30; i++)
-		m.att[n++] = argv[i];
-	m.att[n] = NULL;
+		m.attach_argv[n++] = argv[i];
+	m.attach_argv[n] = NULL;
 	m.t0 = nfsl_now_ns();
-	rc = o->mode == MODE_DRAIN ? run_drain(&m) : m.remote ? run_copy_remote(&m) : run_copy(&m);
+	rc = o->mode == MODE_DRAIN ? run_drain(&m) : run_copy(&m);
 	if (m.d.store_fd >= 0)
 		nfsl_domain_close(&m.d);
 	return rc;

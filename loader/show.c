@@ -10,6 +10,7 @@
 
 #include "nfslice.h"
 #include "nfsl/domain.h"
+#include "nfsl/health.h"
 #include "nfsl/retired.h"
 #include "util/json_writer.h"
 #include "util/util.h"
@@ -35,60 +36,6 @@ static bool show_pin(const char *dir, size_t i)
 		return true;
 	snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
 	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
-}
-
-const char *nfsl_health_ifname(const struct nfsl_health *h,
-			       const struct nfsl_config *cfg, __u32 i, char *buf,
-			       size_t len)
-{
-	if (h->ifs[i].name[0])
-		return h->ifs[i].name;
-	snprintf(buf, len, "ifindex %u", cfg->ifaces[i].ifindex);
-	return buf;
-}
-
-static void problem(struct nfsl_health *h, const char *what, const char *ifname)
-{
-	if (h->nproblems < NFSL_MAX_PROBLEMS)
-		snprintf(h->problems[h->nproblems++], sizeof(h->problems[0]), "%s: %s",
-			 ifname, what);
-}
-
-unsigned int nfsl_domain_health(const struct nfsl_domain *d, struct nfsl_health *h)
-{
-	const struct nfsl_config *c = &d->cfg;
-	char buf[32];
-
-	memset(h, 0, sizeof(*h));
-	for (__u32 i = 0; i < c->nifaces && i < NFSL_MAX_IFACES; i++) {
-		const struct nfsl_iface *ifc = &c->ifaces[i];
-		struct nfsl_iface_state *st = &h->ifs[i];
-		const char *ifname;
-
-		st->gone = !if_indextoname(ifc->ifindex, st->name);
-		if (st->gone)
-			st->name[0] = '\0';
-		ifname = nfsl_health_ifname(h, c, i, buf, sizeof(buf));
-		if (st->gone) {
-			h->gone = true;
-			problem(h, "interface gone (deleted, or moved to another "
-				"network namespace)", ifname);
-			continue;
-		}
-		st->xdp = nfsl_slicer_attached(ifc->ifindex, &st->xdp_id);
-		if (!st->xdp) {
-			h->missing = true;
-			problem(h, "slicer missing (XDP)", ifname);
-		}
-		if (ifc->flags & NFSL_IF_NF_PORT)
-			continue; /* a slicer for drop notices, no splicer */
-		st->tc_id = nfsl_splicer_attached(ifc->ifindex);
-		if (!st->tc_id) {
-			h->missing = true;
-			problem(h, "splicer missing (tc egress)", ifname);
-		}
-	}
-	return h->nproblems;
 }
 
 /* How to make a damaged domain whole. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: nfslice adopt's standard input (loader/adopt.c, read
- * by loader/adopt_stream.c): a little-endian 64-bit length, the image,
+ * by userspace/lib/nfsl/adopt_stream.c): a little-endian 64-bit length, the image,
  * then (index, generation) pairs of the copies named stale until EOF.
  * The image is parsed as untrusted and imported live into a store of 256
  * slots, as adopt does, then the pairs free what they name.
@@ -10,7 +10,7 @@
  */
 #include "fuzz.h"
 #include "ckpt_reseal.h"
-#include "copyin.h"
+#include "nfsl/copyin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -15,14 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/socket.h>
 #include <linux/if_link.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "pg.h"
+#include "util/rtnl.h"
 #include "xdp_pass.skel.h"
 
 struct pg_ifinfo {
@@ -38,42 +36,58 @@ struct pg_ifinfo {
 	bool xdp_skb;   /* a generic (skb) XDP program is attached */
 };
 
-static void parse_linkinfo(struct rtattr *nest, struct pg_ifinfo *info)
+static void parse_linkinfo(const struct rtattr *nest, struct pg_ifinfo *info)
 {
-	int len = RTA_PAYLOAD(nest);
+	struct rtattr *tb[IFLA_INFO_MAX + 1];
 
-	for (struct rtattr *a = RTA_DATA(nest); RTA_OK(a, len); a = RTA_NEXT(a, len))
-		if (a->rta_type == IFLA_INFO_KIND)
-			snprintf(info->kind, sizeof(info->kind), "%.*s",
-				 (int)RTA_PAYLOAD(a), (char *)RTA_DATA(a));
+	nfsl_rtnl_nested(nest, tb, IFLA_INFO_MAX);
+	if (tb[IFLA_INFO_KIND])
+		snprintf(info->kind, sizeof(info->kind), "%.*s",
+			 (int)RTA_PAYLOAD(tb[IFLA_INFO_KIND]), (char *)RTA_DATA(tb[IFLA_INFO_KIND]));
 }
 
-static void parse_xdp(struct rtattr *nest, struct pg_ifinfo *info)
+static void parse_xdp(const struct rtattr *nest, struct pg_ifinfo *info)
 {
-	int len = RTA_PAYLOAD(nest);
+	struct rtattr *tb[IFLA_XDP_MAX + 1];
 	__u8 mode = 0;
 	__u32 id = 0;
 
-	for (struct rtattr *a = RTA_DATA(nest); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-		switch (a->rta_type) {
-		case IFLA_XDP_ATTACHED:
-			mode = *(__u8 *)RTA_DATA(a);
-			break;
-		case IFLA_XDP_PROG_ID:
-			id = *(__u32 *)RTA_DATA(a);
-			break;
-		case IFLA_XDP_DRV_PROG_ID:
-			info->xdp_drv = *(__u32 *)RTA_DATA(a);
-			break;
-		case IFLA_XDP_SKB_PROG_ID:
-			info->xdp_skb = true;
-			break;
-		}
-	}
+	nfsl_rtnl_nested(nest, tb, IFLA_XDP_MAX);
+	if (tb[IFLA_XDP_ATTACHED])
+		mode = *(__u8 *)RTA_DATA(tb[IFLA_XDP_ATTACHED]);
+	if (tb[IFLA_XDP_PROG_ID])
+		id = *(__u32 *)RTA_DATA(tb[IFLA_XDP_PROG_ID]);
+	if (tb[IFLA_XDP_DRV_PROG_ID])
+		info->xdp_drv = *(__u32 *)RTA_DATA(tb[IFLA_XDP_DRV_PROG_ID]);
+	if (tb[IFLA_XDP_SKB_PROG_ID])
+		info->xdp_skb = true;
 	if (mode == XDP_ATTACHED_DRV)
 		info->xdp_drv = id;
 	else if (mode == XDP_ATTACHED_SKB)
 		info->xdp_skb = true;
+}
+
+static int fill_ifinfo(const struct ifinfomsg *ifi, struct rtattr *const *tb, void *arg)
+{
+	struct pg_ifinfo *info = arg;
+
+	info->ifindex = ifi->ifi_index;
+	info->up = ifi->ifi_flags & IFF_UP;
+	if (tb[IFLA_IFNAME])
+		snprintf(info->name, sizeof(info->name), "%s", (char *)RTA_DATA(tb[IFLA_IFNAME]));
+	if (tb[IFLA_MTU])
+		info->mtu = *(__u32 *)RTA_DATA(tb[IFLA_MTU]);
+	if (tb[IFLA_ADDRESS] && RTA_PAYLOAD(tb[IFLA_ADDRESS]) == 6)
+		memcpy(info->mac, RTA_DATA(tb[IFLA_ADDRESS]), 6);
+	if (tb[IFLA_LINK])
+		info->link = *(__s32 *)RTA_DATA(tb[IFLA_LINK]);
+	if (tb[IFLA_LINK_NETNSID])
+		info->link_nsid = *(__s32 *)RTA_DATA(tb[IFLA_LINK_NETNSID]);
+	if (tb[IFLA_LINKINFO])
+		parse_linkinfo(tb[IFLA_LINKINFO], info);
+	if (tb[IFLA_XDP])
+		parse_xdp(tb[IFLA_XDP], info);
+	return 0;
 }
 
 /*
@@ -82,100 +96,9 @@ static void parse_xdp(struct rtattr *nest, struct pg_ifinfo *info)
  */
 static int rtnl_getlink(int ifindex, int nsid, struct pg_ifinfo *info)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct ifinfomsg ifi;
-		char attrs[RTA_SPACE(sizeof(__s32))];
-	} req = {};
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct nlmsghdr *nh;
-	struct rtattr *a;
-	char *buf = NULL;
-	int fd, len, err;
-
 	memset(info, 0, sizeof(*info));
 	info->link_nsid = -1;
-	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(req.ifi));
-	req.nh.nlmsg_type = RTM_GETLINK;
-	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.nh.nlmsg_seq = 1;
-	req.ifi.ifi_family = AF_UNSPEC;
-	req.ifi.ifi_index = ifindex;
-	if (nsid >= 0) {
-		a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
-		a->rta_type = IFLA_TARGET_NETNSID;
-		a->rta_len = RTA_LENGTH(sizeof(__s32));
-		*(__s32 *)RTA_DATA(a) = nsid;
-		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_SPACE(sizeof(__s32));
-	}
-
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(32768);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa,
-		   sizeof(sa)) < 0) {
-		err = -errno;
-		goto out;
-	}
-	len = recv(fd, buf, 32768, 0);
-	if (len < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = -EPROTO;
-	for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (unsigned int)len);
-	     nh = NLMSG_NEXT(nh, len)) {
-		struct ifinfomsg *ifi = NLMSG_DATA(nh);
-		int alen;
-
-		if (nh->nlmsg_type == NLMSG_ERROR) {
-			err = ((struct nlmsgerr *)NLMSG_DATA(nh))->error;
-			goto out;
-		}
-		if (nh->nlmsg_type != RTM_NEWLINK)
-			continue;
-		info->ifindex = ifi->ifi_index;
-		info->up = ifi->ifi_flags & IFF_UP;
-		alen = IFLA_PAYLOAD(nh);
-		for (a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
-			switch (a->rta_type) {
-			case IFLA_IFNAME:
-				snprintf(info->name, sizeof(info->name), "%s",
-					 (char *)RTA_DATA(a));
-				break;
-			case IFLA_MTU:
-				info->mtu = *(__u32 *)RTA_DATA(a);
-				break;
-			case IFLA_ADDRESS:
-				if (RTA_PAYLOAD(a) == 6)
-					memcpy(info->mac, RTA_DATA(a), 6);
-				break;
-			case IFLA_LINK:
-				info->link = *(__s32 *)RTA_DATA(a);
-				break;
-			case IFLA_LINK_NETNSID:
-				info->link_nsid = *(__s32 *)RTA_DATA(a);
-				break;
-			case IFLA_LINKINFO:
-				parse_linkinfo(a, info);
-				break;
-			case IFLA_XDP:
-				parse_xdp(a, info);
-				break;
-			}
-		}
-		err = 0;
-		break;
-	}
-out:
-	free(buf);
-	close(fd);
-	return err;
+	return nfsl_rtnl_links(ifindex, nsid, fill_ifinfo, info);
 }
 
 int pg_link_get(const char *dev, struct pg_link *l)

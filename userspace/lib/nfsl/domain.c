@@ -20,7 +20,6 @@
 #include <bpf/libbpf.h>
 
 #include "nfsl/domain.h"
-#include "nfsl/retired.h"
 #include "nfsl_store.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -376,42 +375,6 @@ const char *const nfsl_domain_pins[] = {
 };
 _Static_assert(sizeof(nfsl_domain_pins) / sizeof(nfsl_domain_pins[0]) == NFSL_NR_DOMAIN_PINS,
 	       "NFSL_NR_DOMAIN_PINS counts nfsl_domain_pins");
-
-int nfsl_domain_remove(const char *dir)
-{
-	char path[PATH_MAX + 32];
-	struct nfsl_domain d;
-	int err = 0;
-
-	/* Its keys stay known for a grace period: a header an NF releases
-	 * after the detach reaches a domain attached again under this name
-	 * as stale, not as outside traffic (retired.h). */
-	if (!nfsl_domain_open_dir(&d, dir)) {
-		if (!nfsl_retire_domain_keys(dir, &d.cfg))
-			nfsl_retired_keep_probe(dir);
-		nfsl_domain_close(&d);
-	}
-
-	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
-		if (unlink(path) && errno != ENOENT && !err)
-			err = -errno;
-	}
-	if (rmdir(dir) && errno != ENOENT && !err)
-		err = -errno;
-	/* Parents go too once empty (ns<cookie>, then nfslice). */
-	snprintf(path, sizeof(path), "%s", dir);
-	for (int up = 0; up < 2; up++) {
-		char *slash = strrchr(path, '/');
-
-		if (!slash)
-			break;
-		*slash = '\0';
-		if (rmdir(path))
-			break;
-	}
-	return err;
-}
 
 /*
  * The namespace probe: an sk_lookup program that passes every lookup

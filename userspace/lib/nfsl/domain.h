@@ -140,6 +140,7 @@ void nfsl_domain_close(struct nfsl_domain *d);
  * first (retired.h), so that a domain attached again under its name
  * knows the headers it signed. Programs still attached stay. Returns
  * 0, or the first -errno (-ENOTEMPTY: a file that is not ours is there).
+ * (remove.c: it uses retired.c, which uses this file.)
  */
 int nfsl_domain_remove(const char *dir);
 

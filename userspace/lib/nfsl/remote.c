@@ -9,8 +9,8 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "nfslice.h"
-#include "remote.h"
+#include "nfsl/errors.h"
+#include "nfsl/remote.h"
 
 #define SCHEME "ssh://"
 

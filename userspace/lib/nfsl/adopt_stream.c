@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "copyin.h"
+#include "nfsl/copyin.h"
 
 ssize_t nfsl_adopt_read_full(int fd, void *b, size_t n)
 {

@@ -8,9 +8,6 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-/* MTU of @ifname, bytes. */
-int nfsl_if_mtu(const char *ifname, __u32 *mtu);
-
 /* MAC address of @ifname. */
 int nfsl_if_mac(const char *ifname, __u8 mac[6]);
 

@@ -16,11 +16,16 @@
 #include <sys/socket.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 
-#include "netdev.h"
+#include "nfsl/netdev.h"
+#include "util/rtnl.h"
+
+#ifdef __clang__
+/* The ethtool requests embed structs that end in a flexible array as
+ * headers (a GNU extension, as ethtool(8) does). */
+#pragma clang diagnostic ignored "-Wgnu-variable-sized-type-not-at-end"
+#endif
 
 static int if_ioctl(const char *ifname, unsigned long req, struct ifreq *ifr)
 {
@@ -33,16 +38,6 @@ static int if_ioctl(const char *ifname, unsigned long req, struct ifreq *ifr)
 	if (ioctl(fd, req, ifr))
 		err = -errno;
 	close(fd);
-	return err;
-}
-
-int nfsl_if_mtu(const char *ifname, __u32 *mtu)
-{
-	struct ifreq ifr = {};
-	int err = if_ioctl(ifname, SIOCGIFMTU, &ifr);
-
-	if (!err)
-		*mtu = ifr.ifr_mtu;
 	return err;
 }
 
@@ -130,23 +125,57 @@ int nfsl_if_feature(const char *ifname, const char *name, int set)
 
 /* From IFLA_LINKINFO: is it a veth (whose IFLA_LINK is its peer), and the
  * lower device of a vxlan (IFLA_VXLAN_LINK, not in IFLA_LINK). */
-static void linkinfo(struct rtattr *info, bool *veth, int *vxlan_link)
+static void linkinfo(const struct rtattr *info, bool *veth, int *vxlan_link)
 {
-	int len = RTA_PAYLOAD(info), dlen;
-	bool vxlan = false;
-	struct rtattr *a, *d;
+	struct rtattr *tb[IFLA_INFO_MAX + 1], *vx[IFLA_VXLAN_MAX + 1];
+	const char *kind;
 
-	for (a = RTA_DATA(info); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-		if (a->rta_type == IFLA_INFO_KIND) {
-			*veth = !strcmp(RTA_DATA(a), "veth");
-			vxlan = !strcmp(RTA_DATA(a), "vxlan");
-		} else if (a->rta_type == IFLA_INFO_DATA && vxlan) {
-			dlen = RTA_PAYLOAD(a);
-			for (d = RTA_DATA(a); RTA_OK(d, dlen); d = RTA_NEXT(d, dlen))
-				if (d->rta_type == IFLA_VXLAN_LINK)
-					*vxlan_link = *(int *)RTA_DATA(d);
-		}
+	nfsl_rtnl_nested(info, tb, IFLA_INFO_MAX);
+	if (!tb[IFLA_INFO_KIND])
+		return;
+	kind = RTA_DATA(tb[IFLA_INFO_KIND]);
+	*veth = !strcmp(kind, "veth");
+	if (strcmp(kind, "vxlan") || !tb[IFLA_INFO_DATA])
+		return;
+	nfsl_rtnl_nested(tb[IFLA_INFO_DATA], vx, IFLA_VXLAN_MAX);
+	if (vx[IFLA_VXLAN_LINK])
+		*vxlan_link = *(int *)RTA_DATA(vx[IFLA_VXLAN_LINK]);
+}
+
+/* What link_walk looks for, and what it found. */
+struct walk {
+	int ifindex;
+	char *upper;
+	size_t len;
+	int *lower;
+	int found;
+};
+
+static int walk_one(const struct ifinfomsg *ifi, struct rtattr *const *tb, void *arg)
+{
+	struct walk *w = arg;
+	int link = tb[IFLA_LINK] ? *(int *)RTA_DATA(tb[IFLA_LINK]) : 0;
+	int master = tb[IFLA_MASTER] ? *(int *)RTA_DATA(tb[IFLA_MASTER]) : 0;
+	bool other_ns = tb[IFLA_LINK_NETNSID], veth = false;
+	int vxlan_link = 0;
+
+	if (tb[IFLA_LINKINFO])
+		linkinfo(tb[IFLA_LINKINFO], &veth, &vxlan_link);
+	if (ifi->ifi_index == w->ifindex && w->lower && !other_ns && !veth &&
+	    (link || vxlan_link))
+		*w->lower = link ? link : vxlan_link;
+	if (w->found || !tb[IFLA_IFNAME])
+		return 0;
+	/* a veth's IFLA_LINK is its peer, not a lower device */
+	if (ifi->ifi_index != w->ifindex && !other_ns &&
+	    ((link == w->ifindex && !veth) || vxlan_link == w->ifindex)) {
+		snprintf(w->upper, w->len, "%s", (char *)RTA_DATA(tb[IFLA_IFNAME]));
+		w->found = 1;
+	} else if (ifi->ifi_index == w->ifindex && master) {
+		if_indextoname(master, w->upper);
+		w->found = 1;
 	}
+	return 0;
 }
 
 /*
@@ -158,80 +187,10 @@ static void linkinfo(struct rtattr *info, bool *veth, int *vxlan_link)
  */
 static int link_walk(int ifindex, char *upper, size_t len, int *lower)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct ifinfomsg ifi;
-	} req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.ifi = { .ifi_family = AF_UNSPEC },
-	};
-	char buf[32768];
-	int fd, err = 0, found = 0;
-	bool done = false;
+	struct walk w = { .ifindex = ifindex, .upper = upper, .len = len, .lower = lower };
+	int err = nfsl_rtnl_links(0, -1, walk_one, &w);
 
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0)
-		return -errno;
-	if (send(fd, &req, sizeof(req), 0) < 0) {
-		err = -errno;
-		goto out;
-	}
-	while (!done) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		struct nlmsghdr *nh;
-
-		if (n < 0) {
-			err = -errno;
-			goto out;
-		}
-		for (nh = (void *)buf; NLMSG_OK(nh, n); nh = NLMSG_NEXT(nh, n)) {
-			struct ifinfomsg *ifi = NLMSG_DATA(nh);
-			int alen = IFLA_PAYLOAD(nh), link = 0, master = 0;
-			bool other_ns = false, veth = false;
-			int vxlan_link = 0;
-			const char *name = NULL;
-			struct rtattr *a;
-
-			if (nh->nlmsg_type == NLMSG_DONE) {
-				done = true;
-				break;
-			}
-			if (nh->nlmsg_type == NLMSG_ERROR) {
-				err = -EIO;
-				goto out;
-			}
-			for (a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
-				if (a->rta_type == IFLA_IFNAME)
-					name = RTA_DATA(a);
-				else if (a->rta_type == IFLA_LINK)
-					link = *(int *)RTA_DATA(a);
-				else if (a->rta_type == IFLA_MASTER)
-					master = *(int *)RTA_DATA(a);
-				else if (a->rta_type == IFLA_LINK_NETNSID)
-					other_ns = true;
-				else if (a->rta_type == IFLA_LINKINFO)
-					linkinfo(a, &veth, &vxlan_link);
-			}
-			if (ifi->ifi_index == ifindex && lower && !other_ns &&
-			    !veth && (link || vxlan_link))
-				*lower = link ? link : vxlan_link;
-			if (found || !name)
-				continue;
-			/* a veth's IFLA_LINK is its peer, not a lower device */
-			if (ifi->ifi_index != ifindex && !other_ns &&
-			    ((link == ifindex && !veth) || vxlan_link == ifindex)) {
-				snprintf(upper, len, "%s", name);
-				found = 1;
-			} else if (ifi->ifi_index == ifindex && master) {
-				if_indextoname(master, upper);
-				found = 1;
-			}
-		}
-	}
-out:
-	close(fd);
-	return err ? err : found;
+	return err < 0 ? err : w.found;
 }
 
 int nfsl_sysctl(const char *path, int *old, int val)

@@ -3,9 +3,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nfslice.h"
+#include "nfsl/errors.h"
 #include "nfsl/cfg.h"
-#include "copyin.h"
+#include "nfsl/copyin.h"
 #include "nfsl/retired.h"
 #include "util/util.h"
 

@@ -59,7 +59,7 @@ void nfsl_follow_imports(struct nfsl_slot *news, const struct nfsl_slot *olds,
 			 __u64 ttl_ns, struct nfsl_follow *f);
 
 /*
- * nfslice adopt's standard input (loader/adopt_stream.c; docs/format.md):
+ * nfslice adopt's standard input (userspace/lib/nfsl/adopt_stream.c; docs/format.md):
  * nfsl_adopt_read_full - exactly @n bytes of @fd into @b, or fewer at EOF:
  * the count, or -errno.
  * nfsl_adopt_read_image - the image: a little-endian __u64 length (at most

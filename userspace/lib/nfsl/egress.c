@@ -20,7 +20,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "nfslice.h"
+#include "nfsl/egress.h"
+#include "util/log.h"
 
 /* enum bpf_attach_type of Linux >= 6.6; the build's UAPI headers may be
  * older. */

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The slicer's ingress hook: XDP through the libxdp dispatcher (other XDP
+ * programs keep running beside it), one instance of the slicer per
+ * interface (libxdp links one program into one dispatcher), all sharing
+ * the domain's maps (pins.h). See ingress.h.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <xdp/libxdp.h>
+
+#include "nfsl/ingress.h"
+#include "nfsl/errors.h"
+#include "nfsl/pins.h"
+#include "util/log.h"
+#include "slicer.skel.h"
+
+const char *nfsl_slicer_attached(int ifindex, __u32 *prog_id)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	const char *mode = NULL;
+	struct xdp_program *p;
+
+	if (libxdp_get_error(mp) || !mp)
+		return NULL;
+	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
+					 : xdp_multiprog__next_prog(NULL, mp);
+	for (; p; p = xdp_multiprog__next_prog(p, mp)) {
+		if (!strcmp(xdp_program__name(p), NFSL_SLICER_PROG)) {
+			mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB
+				       ? "skb" : "native";
+			*prog_id = xdp_program__id(p);
+			break;
+		}
+		if (xdp_multiprog__is_legacy(mp))
+			break;
+	}
+	xdp_multiprog__close(mp);
+	return mode;
+}
+
+int nfsl_slicer_detach(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+	__u32 id;
+	int err = 0;
+
+	if (!libxdp_get_error(mp) && mp) {
+		p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
+						 : xdp_multiprog__next_prog(NULL, mp);
+		for (; p; p = xdp_multiprog__next_prog(p, mp)) {
+			if (!strcmp(xdp_program__name(p), NFSL_SLICER_PROG)) {
+				err = xdp_program__detach(p, ifindex,
+							  xdp_multiprog__attach_mode(mp), 0);
+				break;
+			}
+			if (xdp_multiprog__is_legacy(mp))
+				break;
+		}
+		xdp_multiprog__close(mp);
+	}
+	if (nfsl_slicer_attached(ifindex, &id))
+		return err ? err : -EBUSY;
+	return 0;
+}
+
+int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode)
+{
+	struct xdp_program *prog = NULL;
+	struct slicer_bpf *sl;
+	int err;
+
+	sl = slicer_bpf__open();
+	if (!sl)
+		return -errno;
+	err = nfsl_use_domain_maps(sl->obj, dir, slots);
+	if (err)
+		goto out;
+	prog = xdp_program__from_bpf_obj(sl->obj, "xdp");
+	err = libxdp_get_error(prog);
+	if (err) {
+		prog = NULL;
+		goto out;
+	}
+	nfsl_quiet_libs = true;
+	err = xdp_program__attach(prog, ifindex,
+				  mode ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
+	nfsl_quiet_libs = false;
+out:
+	xdp_program__close(prog);
+	slicer_bpf__destroy(sl);
+	return err;
+}
+
+void nfsl_slicer_warn_legacy(const struct nfsl_config *cfg)
+{
+	char ifname[IF_NAMESIZE];
+
+	for (__u32 i = 0; i < cfg->nifaces; i++) {
+		struct xdp_multiprog *mp;
+
+		if (cfg->ifaces[i].flags & NFSL_IF_NF_PORT)
+			continue;
+		mp = xdp_multiprog__get_from_ifindex(cfg->ifaces[i].ifindex);
+		if (!libxdp_get_error(mp) && mp && xdp_multiprog__is_legacy(mp) &&
+		    if_indextoname(cfg->ifaces[i].ifindex, ifname))
+			fprintf(stderr,
+				"nfslice: note: the kernel refused the libxdp dispatcher on %s, "
+				"so the slicer is the only XDP program there "
+				"(NFSLICE_VERBOSE=1 shows why)\n", ifname);
+		if (!libxdp_get_error(mp))
+			xdp_multiprog__close(mp);
+	}
+}
+
+int nfsl_slicer_check_foreign(int ifindex, const char *ifname)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+	int err = 0;
+
+	if (libxdp_get_error(mp) || !mp)
+		return 0;
+	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp) : NULL;
+	if (p && strcmp(xdp_program__name(p), NFSL_SLICER_PROG))
+		err = nfsl_err("interface '%s' already runs the XDP program '%s' (id %u) "
+			       "outside a libxdp dispatcher, so the slicer cannot run "
+			       "beside it; remove it first (xdp-loader unload %s --all, "
+			       "or ip link set dev %s xdp off)", ifname,
+			       xdp_program__name(p), xdp_program__id(p), ifname, ifname);
+	xdp_multiprog__close(mp);
+	return err;
+}
+
+int nfsl_slicer_replace(const struct nfsl_iface *ifc, const struct nfsl_domain *d,
+		       __u32 *old_id, __u32 *new_id)
+{
+	__u32 mode = ifc->flags & NFSL_IF_SKB_MODE ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	struct slicer_bpf *sl;
+	int old_fd = -1, err;
+
+	err = bpf_xdp_query_id(ifc->ifindex, mode, old_id);
+	if (err)
+		return err;
+	if (!*old_id)
+		return -ENOENT;
+	old_fd = bpf_prog_get_fd_by_id(*old_id);
+	if (old_fd < 0)
+		return -errno;
+	/* Ours, not a dispatcher or somebody else's program. */
+	if (bpf_obj_get_info_by_fd(old_fd, &info, &len) ||
+	    strcmp(info.name, NFSL_SLICER_PROG)) {
+		close(old_fd);
+		return -ENOENT;
+	}
+	sl = slicer_bpf__open();
+	if (!sl) {
+		close(old_fd);
+		return -errno;
+	}
+	err = nfsl_use_domain_maps(sl->obj, d->dir, d->cfg.slots);
+	if (!err)
+		err = slicer_bpf__load(sl);
+	if (!err) {
+		o.old_prog_fd = old_fd;
+		err = bpf_xdp_attach(ifc->ifindex, bpf_program__fd(sl->progs.nfsl_slicer),
+				     XDP_FLAGS_REPLACE | mode, &o);
+	}
+	if (!err) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(sl->progs.nfsl_slicer), &info, &len))
+			*new_id = info.id;
+	}
+	slicer_bpf__destroy(sl); /* the kernel keeps the attached program */
+	close(old_fd);
+	return err;
+}
