@@ -3,12 +3,14 @@
  * Man pages and bash completion from the same tables: gendoc.c. */
 #include <errno.h>
 #include <getopt.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/cli.h"
 #include "util/params.h"
+#include "util/value.h"
 #include "util/version.h"
 
 /* "nfslice attach" for a subcommand, else the program's own name. */
@@ -31,19 +33,28 @@ static size_t nr_opts(const struct nfsl_cmd *cmd)
 	return n;
 }
 
-static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
-		   void *opts, const char *arg)
+/* The fix for a refused number: its range, and why when it looked hex or octal. */
+static void num_why(const struct nfsl_opt *o, int rc, char *why, size_t whylen)
 {
-	char *field = (char *)opts + o->off, *end;
-	unsigned long long v;
+	snprintf(why, whylen, "give a whole number of %s from %llu to %llu, in decimal digits%s",
+		 o->metavar ? o->metavar : "N", (unsigned long long)o->min,
+		 (unsigned long long)o->max, rc == -EDOM ? " (no leading 0 or 0x)" : "");
+}
+
+int nfsl_opt_value(const struct nfsl_opt *o, void *field, const char *arg, char *why,
+		   size_t whylen)
+{
+	const char *fam = o->af == AF_INET ? "an IPv4" : o->af == AF_INET6 ? "an IPv6"
+									: "an IPv4 or IPv6";
+	__u64 v;
+	int rc;
 
 	switch (o->type) {
 	case NFSL_OPT_STR: {
-		const char *why = o->check ? o->check(arg) : NULL;
+		const char *rule = o->check ? o->check(arg) : NULL;
 
-		if (why) {
-			nfsl_msg("", "%s: --%s '%s' is not valid: %s", label(cmd), o->name, arg,
-				 why);
+		if (rule) {
+			snprintf(why, whylen, "%s", rule);
 			return -EINVAL;
 		}
 		*(const char **)field = arg;
@@ -53,22 +64,67 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 		*(bool *)field = true;
 		return 0;
 	case NFSL_OPT_U32:
-		/* Decimal digits only: strtoull would take a sign, blanks,
-		 * and with base 0 read "010" as 8 and "0x100" as 256. */
-		errno = 0;
-		v = strtoull(arg, &end, 10);
-		if (errno || end == arg || *end || arg[strspn(arg, "0123456789")] ||
-		    v < o->min || v > o->max) {
-			nfsl_msg("", "%s: --%s '%s' is not valid: give a whole number of %s "
-				 "from %u to %u, in decimal digits", label(cmd), o->name, arg,
-				 o->metavar, o->min, o->max);
-			return -EINVAL;
+	case NFSL_OPT_U64:
+		rc = nfsl_parse_u64(arg, o->min, o->max, &v);
+		if (rc) {
+			num_why(o, rc, why, whylen);
+			return rc;
 		}
-		*(__u32 *)field = (__u32)v;
+		if (o->type == NFSL_OPT_U32)
+			*(__u32 *)field = (__u32)v;
+		else
+			*(__u64 *)field = v;
+		return 0;
+	case NFSL_OPT_DURATION:
+	case NFSL_OPT_DURATION64: {
+		const char *u = nfsl_unit_name(o->unit);
+
+		rc = nfsl_parse_duration(arg, o->unit, o->min, o->max, &v);
+		if (rc) {
+			snprintf(why, whylen, "give a duration from %llu to %llu %s, in decimal "
+				 "digits%s, with a unit ns, us, ms, s, m or h or none (%s), a "
+				 "whole number of %s",
+				 (unsigned long long)o->min, (unsigned long long)o->max, u,
+				 rc == -EDOM ? " (no leading 0 or 0x)" : "", u, u);
+			return rc;
+		}
+		if (o->type == NFSL_OPT_DURATION)
+			*(__u32 *)field = (__u32)v;
+		else
+			*(__u64 *)field = v;
+		return 0;
+	}
+	case NFSL_OPT_IPADDR:
+		rc = nfsl_parse_ip(arg, o->af, field);
+		if (rc)
+			snprintf(why, whylen, "give %s address (e.g. %s)", fam,
+				 o->af == AF_INET6 ? "2001:db8::1" : "192.0.2.1");
+		return rc;
+	case NFSL_OPT_PREFIX:
+		rc = nfsl_parse_prefix(arg, o->af, field);
+		if (rc == -ERANGE)
+			snprintf(why, whylen, "host bits set after the prefix length (e.g. "
+				 "10.1.0.0/16, not 10.1.2.3/16)");
+		else if (rc)
+			snprintf(why, whylen, "give ADDR/LEN, %s prefix (e.g. %s)", fam + 3,
+				 o->af == AF_INET6 ? "2001:db8::/32" : "10.1.0.0/16");
+		return rc;
+	case NFSL_OPT_MAC:
+		rc = nfsl_parse_mac(arg, field);
+		if (rc)
+			snprintf(why, whylen, "give a MAC address, six hex octets separated by "
+				 "':' (e.g. 02:00:00:00:00:01)");
+		return rc;
+	case NFSL_OPT_IFNAME:
+		rc = nfsl_parse_ifname(arg);
+		if (rc) {
+			snprintf(why, whylen, "give an interface name: " NFSL_IFNAME_RULE);
+			return rc;
+		}
+		*(const char **)field = arg;
 		return 0;
 	case NFSL_OPT_ENUM: {
-		char list[256];
-		size_t used = 0;
+		size_t used;
 
 		for (int i = 0; o->choices[i]; i++) {
 			if (!strcmp(arg, o->choices[i])) {
@@ -76,23 +132,38 @@ static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 				return 0;
 			}
 		}
-		list[0] = '\0';
-		for (int i = 0; o->choices[i] && used < sizeof(list); i++)
-			used += snprintf(list + used, sizeof(list) - used, "%s %s",
-					 i ? "," : "", o->choices[i]);
-		nfsl_msg("", "%s: --%s '%s' is not valid: choose one of%s",
-			 label(cmd), o->name, arg, list);
+		used = snprintf(why, whylen, "choose one of");
+		for (int i = 0; o->choices[i] && used < whylen; i++)
+			used += snprintf(why + used, whylen - used, "%s %s", i ? "," : "",
+					 o->choices[i]);
 		return -EINVAL;
 	}
 	}
+	snprintf(why, whylen, "no parser for the option's type");
 	return -EINVAL;
+}
+
+static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
+		   void *opts, const char *arg)
+{
+	char why[256];
+
+	if (nfsl_opt_value(o, (char *)opts + o->off, arg, why, sizeof(why))) {
+		nfsl_msg("", "%s: --%s '%s' is not valid: %s", label(cmd), o->name, arg, why);
+		return -EINVAL;
+	}
+	if (o->given)
+		*(bool *)((char *)opts + o->given - 1) = true;
+	return 0;
 }
 
 int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		   void *opts, int *first)
 {
 	struct option lopts[NFSL_MAX_OPTS + 5] = {};
-	size_t n = nr_opts(cmd);
+	char sopts[3 * NFSL_MAX_OPTS + 4] = ":h";
+	bool given[NFSL_MAX_OPTS] = {};
+	size_t n = nr_opts(cmd), ns = 2;
 	unsigned int npos;
 	int c, idx;
 
@@ -107,7 +178,14 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		lopts[i].has_arg = cmd->opts[i].type == NFSL_OPT_FLAG ? no_argument
 								       : required_argument;
 		lopts[i].val = 256 + (int)i;
+		if (cmd->opts[i].short_name) {
+			sopts[ns++] = cmd->opts[i].short_name;
+			if (cmd->opts[i].type != NFSL_OPT_FLAG)
+				sopts[ns++] = ':';
+		}
 	}
+	if (cmd->prog)
+		sopts[ns++] = 'V';
 	lopts[n].name = "help";
 	lopts[n].val = 'h';
 	if (cmd->prog) {
@@ -119,7 +197,10 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, cmd->prog ? ":hV" : ":h", lopts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, sopts, lopts, &idx)) != -1) {
+		for (size_t i = 0; c > 0 && c < 256 && i < n; i++)
+			if (cmd->opts[i].short_name == c)
+				c = 256 + (int)i;
 		if (c == 'h') {
 			nfsl_cmd_help(cmd, stdout);
 			return 1;
@@ -145,16 +226,34 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		if (c >= 256 && c < 256 + (int)n) {
 			if (set_opt(cmd, &cmd->opts[c - 256], opts, optarg))
 				return -EINVAL;
+			given[c - 256] = true;
 			continue;
 		}
-		if (c == ':')
+		/* A short option's name is optopt, not the whole word
+		 * ("-xv" holds -x and -v). */
+		if (c == ':' && optopt && optopt < 256)
+			nfsl_msg("", "%s: option -%c needs a value", label(cmd), optopt);
+		else if (c == ':')
 			nfsl_msg("", "%s: option %s needs a value", label(cmd),
 				 argv[optind - 1]);
+		else if (optopt && optopt < 256)
+			nfsl_msg("", "%s: unknown option '-%c'", label(cmd), optopt);
 		else
 			nfsl_msg("", "%s: unknown option '%s'", label(cmd),
 				 argv[optind - 1]);
 		nfsl_msg("", "See '%s --help'.", label(cmd));
 		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct nfsl_opt *o = &cmd->opts[i];
+
+		if (o->required && !given[i]) {
+			nfsl_msg("", "%s: --%s is required: give --%s%s%s", label(cmd), o->name,
+				 o->name, o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
+				 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
+			nfsl_msg("", "See '%s --help'.", label(cmd));
+			return -EINVAL;
+		}
 	}
 	/* getopt_long permuted the positional arguments to the end. */
 	*first = optind;
@@ -185,9 +284,11 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 		cmd->summary, cmd->description);
 	for (size_t i = 0; i < n; i++) {
 		const struct nfsl_opt *o = &cmd->opts[i];
-		char left[64];
+		char left[64], sh[8] = "";
 
-		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+		if (o->short_name)
+			snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
+		snprintf(left, sizeof(left), "%s--%s%s%s", sh, o->name,
 			 o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
 			 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
 		fprintf(f, "  %-24s %s\n", left, o->help);
@@ -220,4 +321,70 @@ void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
 		fprintf(f, "\nEnvironment:\n");
 	for (size_t i = 0; prog->env && prog->env[i]; i += 2)
 		fprintf(f, "  %-16s %s\n", prog->env[i], prog->env[i + 1]);
+}
+
+/* "a, b, c": the keys of @keys, for messages. */
+static void kv_keys(const struct nfsl_opt *keys, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (const struct nfsl_opt *o = keys; o->name && used < len; o++)
+		used += snprintf(buf + used, len - used, "%s%s", o == keys ? "" : ", ", o->name);
+}
+
+int nfsl_kv_parse(const struct nfsl_opt *keys, const char *const *kv, void *out,
+		  char *err, size_t errlen)
+{
+	bool given[NFSL_MAX_OPTS] = {};
+	char list[256], why[256];
+
+	for (; kv && *kv; kv++) {
+		const char *eq = strchr(*kv, '=');
+		size_t klen = eq ? (size_t)(eq - *kv) : strlen(*kv);
+		const struct nfsl_opt *o;
+		size_t i;
+
+		for (o = keys, i = 0; o->name; o++, i++)
+			if (strlen(o->name) == klen && !strncmp(o->name, *kv, klen))
+				break;
+		if (!o->name || !eq != (o->type == NFSL_OPT_FLAG) || i >= NFSL_MAX_OPTS) {
+			kv_keys(keys, list, sizeof(list));
+			if (!eq && !o->name)
+				snprintf(err, errlen, "'%s' is not KEY=VALUE: give one of %s", *kv,
+					 list);
+			else if (!o->name)
+				snprintf(err, errlen, "unknown key '%.*s': give one of %s",
+					 (int)klen, *kv, list);
+			else if (eq)
+				snprintf(err, errlen, "%s: %s takes no value: give %s alone", *kv,
+					 o->name, o->name);
+			else
+				snprintf(err, errlen, "'%s' is not KEY=VALUE: give %s=%s", *kv,
+					 o->name, o->metavar ? o->metavar : "VALUE");
+			return -EINVAL;
+		}
+		if (given[i]) {
+			snprintf(err, errlen, "%s: %s is given twice; give it once", *kv, o->name);
+			return -EINVAL;
+		}
+		if (nfsl_opt_value(o, (char *)out + o->off, eq ? eq + 1 : "", why, sizeof(why))) {
+			if (o->bad)
+				snprintf(err, errlen, "%s%s", *kv, o->bad);
+			else
+				snprintf(err, errlen, "%s: %s", *kv, why);
+			return -EINVAL;
+		}
+		given[i] = true;
+		if (o->given)
+			*(bool *)((char *)out + o->given - 1) = true;
+	}
+	for (size_t i = 0; keys[i].name && i < NFSL_MAX_OPTS; i++) {
+		if (keys[i].required && !given[i]) {
+			snprintf(err, errlen, "%s= is missing: give %s=%s", keys[i].name, keys[i].name,
+				 keys[i].metavar ? keys[i].metavar : "VALUE");
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
