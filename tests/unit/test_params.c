@@ -239,9 +239,9 @@ Test(params, refused_values_name_the_option_and_the_fix)
 		"p: --big '0x10' is not valid: give a whole number of N from 1 to 18446744073709551615, in decimal digits (no leading 0 or 0x)\n"
 		"p: --big '010' is not valid: give a whole number of N from 1 to 18446744073709551615, in decimal digits (no leading 0 or 0x)\n"
 		"p: --big '18446744073709551616' is not valid: give a whole number of N from 1 to 18446744073709551615, in decimal digits\n"
-		"p: --ttl '61s' is not valid: give a duration from 0 to 60000 ms, in decimal digits, with a unit ns, us, ms, s, m or h or none (ms), a whole number of ms\n"
-		"p: --ttl '5sec' is not valid: give a duration from 0 to 60000 ms, in decimal digits, with a unit ns, us, ms, s, m or h or none (ms), a whole number of ms\n"
-		"p: --ttl '1500us' is not valid: give a duration from 0 to 60000 ms, in decimal digits, with a unit ns, us, ms, s, m or h or none (ms), a whole number of ms\n"
+		"p: --ttl '61s' is not valid: give a whole number of MS from 0 to 60000, in decimal digits, or a duration with a unit (ns, us, ms, s, m, h) that is a whole number of ms, e.g. 2s\n"
+		"p: --ttl '5sec' is not valid: give a whole number of MS from 0 to 60000, in decimal digits, or a duration with a unit (ns, us, ms, s, m, h) that is a whole number of ms, e.g. 2s\n"
+		"p: --ttl '1500us' is not valid: give a whole number of MS from 0 to 60000, in decimal digits, or a duration with a unit (ns, us, ms, s, m, h) that is a whole number of ms, e.g. 2s\n"
 		"p: --ip '2001:db8::1' is not valid: give an IPv4 address (e.g. 192.0.2.1)\n"
 		"p: --net '10.1.2.3/16' is not valid: host bits set after the prefix length (e.g. 10.1.0.0/16, not 10.1.2.3/16)\n"
 		"p: --net '10.1.0.0/33' is not valid: give ADDR/LEN, IPv4 or IPv6 prefix (e.g. 10.1.0.0/16)\n"
@@ -271,7 +271,7 @@ Test(params, required_given_and_short)
 	cr_assert_eq(pparse(&o, 3, (const char *[]){ "-n", "x", "-q" }), -EINVAL);
 	cr_assert_eq(pparse(&o, 2, (const char *[]){ "-v", "-n" }), -EINVAL);
 	fflush(stderr);
-	cr_assert_stderr_eq_str("p: --name is required: give --name NAME\nSee 'p --help'.\n"
+	cr_assert_stderr_eq_str("p: --name NAME is required\nSee 'p --help'.\n"
 				"p: unknown option '-q'\nSee 'p --help'.\n"
 				"p: option -n needs a value\nSee 'p --help'.\n");
 }
@@ -350,8 +350,9 @@ Test(kv, refuses_with_the_fix)
 	} bad[] = {
 		{ { "ext=192.0.2.1", "port=010" }, "port=010 is not a port: give port=1..65535" },
 		{ { "ext=192.0.2.1", "expire=2d" },
-		  "expire=2d: give a duration from 1 to 18446744073709551615 ns, in decimal digits, "
-		  "with a unit ns, us, ms, s, m or h or none (ns), a whole number of ns" },
+		  "expire=2d: give a whole number of N from 1 to 18446744073709551615, in decimal "
+		  "digits, or a duration with a unit (ns, us, ms, s, m, h) that is a whole number "
+		  "of ns, e.g. 2s" },
 		{ { "ext=::1" }, "ext=::1: give an IPv4 address (e.g. 192.0.2.1)" },
 		{ { "ext=192.0.2.1", "nope=1" },
 		  "unknown key 'nope': give one of port, expire, ext, fast" },

@@ -81,11 +81,12 @@ int nfsl_opt_value(const struct nfsl_opt *o, void *field, const char *arg, char 
 
 		rc = nfsl_parse_duration(arg, o->unit, o->min, o->max, &v);
 		if (rc) {
-			snprintf(why, whylen, "give a duration from %llu to %llu %s, in decimal "
-				 "digits%s, with a unit ns, us, ms, s, m or h or none (%s), a "
-				 "whole number of %s",
-				 (unsigned long long)o->min, (unsigned long long)o->max, u,
-				 rc == -EDOM ? " (no leading 0 or 0x)" : "", u, u);
+			/* The number's message first: a bare number is what
+			 * these options took before they took units. */
+			num_why(o, rc, why, whylen);
+			snprintf(why + strlen(why), whylen - strlen(why),
+				 ", or a duration with a unit (ns, us, ms, s, m, h) that is a "
+				 "whole number of %s, e.g. 2s", u);
 			return rc;
 		}
 		if (o->type == NFSL_OPT_DURATION)
@@ -248,8 +249,8 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		const struct nfsl_opt *o = &cmd->opts[i];
 
 		if (o->required && !given[i]) {
-			nfsl_msg("", "%s: --%s is required: give --%s%s%s", label(cmd), o->name,
-				 o->name, o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
+			nfsl_msg("", "%s: --%s%s%s is required", label(cmd), o->name,
+				 o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
 				 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
 			nfsl_msg("", "See '%s --help'.", label(cmd));
 			return -EINVAL;
