@@ -79,7 +79,7 @@ int nfsl_opt_value(const struct nfsl_opt *o, void *field, const char *arg, char 
 	case NFSL_OPT_DURATION64: {
 		const char *u = nfsl_unit_name(o->unit);
 
-		rc = nfsl_parse_duration(arg, o->unit, o->min, o->max, &v);
+		rc = nfsl_parse_duration(arg, o->unit, o->bare, o->min, o->max, &v);
 		if (rc) {
 			/* The number's message first: a bare number is what
 			 * these options took before they took units. */
@@ -124,6 +124,11 @@ int nfsl_opt_value(const struct nfsl_opt *o, void *field, const char *arg, char 
 		}
 		*(const char **)field = arg;
 		return 0;
+	case NFSL_OPT_CUSTOM:
+		rc = o->parse(arg, field);
+		if (rc)
+			snprintf(why, whylen, "give %s", o->metavar ? o->metavar : "a valid value");
+		return rc;
 	case NFSL_OPT_ENUM: {
 		size_t used;
 
@@ -324,14 +329,15 @@ void nfsl_prog_help(const struct nfsl_prog *prog, FILE *f)
 		fprintf(f, "  %-16s %s\n", prog->env[i], prog->env[i + 1]);
 }
 
-/* "a, b, c": the keys of @keys, for messages. */
+/* "a, b=N, c": the keys of @keys (with their metavar if any), for messages. */
 static void kv_keys(const struct nfsl_opt *keys, char *buf, size_t len)
 {
 	size_t used = 0;
 
 	buf[0] = '\0';
 	for (const struct nfsl_opt *o = keys; o->name && used < len; o++)
-		used += snprintf(buf + used, len - used, "%s%s", o == keys ? "" : ", ", o->name);
+		used += snprintf(buf + used, len - used, "%s%s%s%s", o == keys ? "" : ", ",
+				 o->name, o->metavar ? "=" : "", o->metavar ? o->metavar : "");
 }
 
 int nfsl_kv_parse(const struct nfsl_opt *keys, const char *const *kv, void *out,
@@ -349,24 +355,24 @@ int nfsl_kv_parse(const struct nfsl_opt *keys, const char *const *kv, void *out,
 		for (o = keys, i = 0; o->name; o++, i++)
 			if (strlen(o->name) == klen && !strncmp(o->name, *kv, klen))
 				break;
-		if (!o->name || !eq != (o->type == NFSL_OPT_FLAG) || i >= NFSL_MAX_OPTS) {
+		if (!o->name || !eq != (o->type == NFSL_OPT_FLAG)) {
 			kv_keys(keys, list, sizeof(list));
-			if (!eq && !o->name)
+			if (!eq && !o->name) {
 				snprintf(err, errlen, "'%s' is not KEY=VALUE: give one of %s", *kv,
 					 list);
-			else if (!o->name)
-				snprintf(err, errlen, "unknown key '%.*s': give one of %s",
+				return -ENOMSG;
+			}
+			if (!o->name) {
+				snprintf(err, errlen, "unknown option '%.*s': the options are %s",
 					 (int)klen, *kv, list);
-			else if (eq)
+				return -ENOENT;
+			}
+			if (eq)
 				snprintf(err, errlen, "%s: %s takes no value: give %s alone", *kv,
 					 o->name, o->name);
 			else
 				snprintf(err, errlen, "'%s' is not KEY=VALUE: give %s=%s", *kv,
 					 o->name, o->metavar ? o->metavar : "VALUE");
-			return -EINVAL;
-		}
-		if (given[i]) {
-			snprintf(err, errlen, "%s: %s is given twice; give it once", *kv, o->name);
 			return -EINVAL;
 		}
 		if (nfsl_opt_value(o, (char *)out + o->off, eq ? eq + 1 : "", why, sizeof(why))) {
@@ -376,7 +382,8 @@ int nfsl_kv_parse(const struct nfsl_opt *keys, const char *const *kv, void *out,
 				snprintf(err, errlen, "%s: %s", *kv, why);
 			return -EINVAL;
 		}
-		given[i] = true;
+		if (i < NFSL_MAX_OPTS)
+			given[i] = true;
 		if (o->given)
 			*(bool *)((char *)out + o->given - 1) = true;
 	}

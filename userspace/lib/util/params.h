@@ -28,6 +28,7 @@ enum nfsl_opt_type {
 	NFSL_OPT_PREFIX, /* struct nfsl_prefix, ADDR/LEN; .af as for IPADDR */
 	NFSL_OPT_MAC,    /* __u8[6] */
 	NFSL_OPT_IFNAME, /* const char *, an interface name (nfsl_parse_ifname) */
+	NFSL_OPT_CUSTOM, /* the field as .parse writes it */
 };
 
 /* Units of NFSL_OPT_DURATION fields, in ns. */
@@ -55,6 +56,7 @@ struct nfsl_opt {
 	 * shown as "--NAME 'ARG' is not valid: RULE" (a usage error). */
 	const char *(*check)(const char *arg);
 	__u64 unit;             /* NFSL_OPT_DURATION*: ns per unit of the field */
+	__u64 bare;             /* ... and of a number without a unit; 0: .unit */
 	int af;                 /* NFSL_OPT_IPADDR, _PREFIX: address family or 0 */
 	char short_name;        /* e.g. 'n' for -n as well as --name; 0: none */
 	bool required;          /* a usage error when not given */
@@ -63,6 +65,8 @@ struct nfsl_opt {
 	 * when the value is refused, e.g. " is not a port: give 1..65535";
 	 * NULL: ": " and the type's own rule. */
 	const char *bad;
+	/* NFSL_OPT_CUSTOM: parse @arg into @field; 0 or a negative errno. */
+	int (*parse)(const char *arg, void *field);
 };
 
 struct nfsl_cmd {
@@ -143,10 +147,12 @@ int nfsl_opt_value(const struct nfsl_opt *o, void *field, const char *arg, char 
 /*
  * nfsl_kv_parse - KEY=VALUE items @kv (NULL-terminated) against the table
  * @keys (struct nfsl_opt, keys as .name, values typed as for options; a
- * FLAG key takes no value and no '='), into @out. A key may be given
- * once. Returns 0 or -EINVAL with a message in @err: "'X' is not
- * KEY=VALUE: give one of KEYS", "unknown key 'K': give one of KEYS",
- * "K=V" and .bad (or ": " and the type's rule), "K=V: K is given twice".
+ * FLAG key takes no value and no '='), into @out. A key given twice
+ * takes the last value, as an option does. Returns 0, or with a message
+ * in @err: -ENOMSG "'X' is not KEY=VALUE: give one of KEYS", -ENOENT
+ * "unknown option 'K': the options are KEYS" (for a caller that words
+ * these two its own way), -EINVAL "K=V" and .bad (or ": " and the type's
+ * rule), or "K= is missing: give K=METAVAR" for a .required key.
  */
 int nfsl_kv_parse(const struct nfsl_opt *keys, const char *const *kv, void *out,
 		  char *err, size_t errlen);

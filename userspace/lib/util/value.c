@@ -53,11 +53,12 @@ const char *nfsl_unit_name(__u64 unit_ns)
 	return "";
 }
 
-int nfsl_parse_duration(const char *s, __u64 unit_ns, __u64 min, __u64 max, __u64 *v)
+int nfsl_parse_duration(const char *s, __u64 unit_ns, __u64 bare_ns, __u64 min, __u64 max,
+			__u64 *v)
 {
 	size_t k = strspn(s, "0123456789");
 	char num[24];
-	__u64 n, mul = unit_ns;
+	__u64 n, mul = bare_ns ? bare_ns : unit_ns;
 	int rc;
 
 	if (!k || k >= sizeof(num))

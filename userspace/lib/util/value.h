@@ -44,12 +44,14 @@ int nfsl_parse_u64(const char *s, __u64 min, __u64 max, __u64 *v);
 /*
  * nfsl_parse_duration - a duration into a count of @unit_ns nanoseconds
  * (1: ns, 1000: us, 1000000: ms, 1000000000: s), within [@min, @max] of
- * that unit. Spellings: a decimal number N (in the unit itself), or N
- * followed by one of ns, us, ms, s, m (minutes), h; the value must be a
- * whole number of the unit ("1500us" is refused for ms: -ERANGE). An
- * unknown suffix is -EINVAL; numbers as nfsl_parse_u64.
+ * that unit. Spellings: a decimal number N (in @bare_ns, or in the unit
+ * itself when @bare_ns is 0), or N followed by one of ns, us, ms, s, m
+ * (minutes), h; the value must be a whole number of the unit ("1500us" is
+ * refused for ms: -ERANGE). An unknown suffix is -EINVAL; numbers as
+ * nfsl_parse_u64.
  */
-int nfsl_parse_duration(const char *s, __u64 unit_ns, __u64 min, __u64 max, __u64 *v);
+int nfsl_parse_duration(const char *s, __u64 unit_ns, __u64 bare_ns, __u64 min, __u64 max,
+			__u64 *v);
 
 /* The suffix of @unit_ns ("ns", "us", "ms", "s"), "" for another unit. */
 const char *nfsl_unit_name(__u64 unit_ns);
