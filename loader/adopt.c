@@ -31,12 +31,11 @@ struct adopt_opts {
 	char *name;
 	__u32 threshold;
 	__u32 wait_ms;
+	bool has_threshold, has_wait;
 };
 
 static const struct adopt_opts adopt_defaults = {
 	.name = "default",
-	.threshold = UINT32_MAX,
-	.wait_ms = UINT32_MAX,
 };
 
 /* One protocol line: {"EVENT":true, fields...} (fields added by @fill). */
@@ -107,7 +106,7 @@ static int run_adopt(void *p, int argc, char **argv)
 	__u32 pending;
 	int rc;
 
-	if (o->threshold == UINT32_MAX)
+	if (!o->has_threshold)
 		return nfsl_err("--threshold BYTES is required: the old instance's, which "
 				"this one slices with once the copy is in"), NFSL_EXIT_USAGE;
 	/* The image's key mints tokens: from a pipe or socket (the sender's
@@ -167,7 +166,7 @@ static int run_adopt(void *p, int argc, char **argv)
 	if (nfsl_adopt_drop_stale(STDIN_FILENO, nds.st.slots, nd.cfg.slots, refs, &pending, &f))
 		nfsl_err("out of memory for the stale copies' list: they wait for the TTL");
 	nfsl_follow_imports(nds.st.slots, NULL, refs, pending, t_start,
-			    o->wait_ms != UINT32_MAX ? o->wait_ms :
+			    o->has_wait ? o->wait_ms :
 			    nd.cfg.ttl_us     ? nd.cfg.ttl_us / 1000 : 1000,
 			    (__u64)nd.cfg.ttl_us * 1000, &f);
 	if (nfsl_mig_key_old(nd.dir, NULL, &(struct nfsl_key_old_change){ .clear = true }) ||
@@ -193,9 +192,11 @@ static const struct nfsl_opt adopt_table[] = {
 	{ "name", NFSL_OPT_STR, OFF(name),
 	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "the domain, attached holding by the migration (default: default)" },
-	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535, .metavar = "BYTES",
+	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535,
+	  .given = NFSL_GIVEN(struct adopt_opts, has_threshold), .metavar = "BYTES",
 	  .help = "slice frames of this size or more once the copy is in (required)" },
-	{ "wait", NFSL_OPT_U32, OFF(wait_ms), 0, 600000, .metavar = "MS",
+	{ "wait", NFSL_OPT_DURATION, OFF(wait_ms), 0, 600000, .unit = NFSL_MS,
+	  .given = NFSL_GIVEN(struct adopt_opts, has_wait), .metavar = "MS",
 	  .help = "longest time the old key is honoured, ms (default: the TTL, else 1000)" },
 	{ NULL },
 };

@@ -85,8 +85,8 @@ static const struct nfsl_opt attach_table[] = {
 		  "equal partitions: rounded down to a multiple of their number" },
 	{ "expiry", NFSL_OPT_U32, offsetof(struct attach_opts, expiry), 1, NFSL_MAX_EXPIRY,
 	  .metavar = "N", .help = "allocator wrap-arounds a busy slot survives (default 2)" },
-	{ "ttl", NFSL_OPT_U32, offsetof(struct attach_opts, ttl), 0, NFSL_MAX_TTL_MS,
-	  .metavar = "MS",
+	{ "ttl", NFSL_OPT_DURATION, offsetof(struct attach_opts, ttl), 0, NFSL_MAX_TTL_MS,
+	  .unit = NFSL_MS, .metavar = "MS",
 	  .help = "evict payloads parked longer than MS ms, on top of --expiry (default 10, "
 		  "0 off; applied by nfsliced's TTL scan or nfslice evict)" },
 	{ "mode", NFSL_OPT_ENUM, offsetof(struct attach_opts, mode), .choices = modes,

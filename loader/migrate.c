@@ -72,7 +72,7 @@ struct migrate_opts {
 	char *nf_ports; /* in the target */
 	__u32 wait_ms;
 	int mode;       /* MODE_* */
-	bool json;
+	bool json, has_wait;
 };
 
 #define HOLD_THRESHOLD NFSL_HOLD_THRESHOLD /* attached, not slicing (holding.h) */
@@ -88,7 +88,6 @@ struct migrate_opts {
 
 static const struct migrate_opts migrate_defaults = {
 	.name = "default",
-	.wait_ms = UINT32_MAX,
 	.mode = MODE_DRAIN,
 };
 
@@ -872,7 +871,7 @@ static int run_migrate(void *p, int argc, char **argv)
 	}
 	snprintf(keep, sizeof(keep), "%u", m.d.cfg.keep);
 	snprintf(expiry, sizeof(expiry), "%u", m.d.cfg.expiry);
-	m.wait_ms = o->wait_ms != UINT32_MAX ? o->wait_ms :
+	m.wait_ms = o->has_wait ? o->wait_ms :
 		    m.d.cfg.ttl_us ? m.d.cfg.ttl_us / 1000 : 1000;
 	memcpy(m.attach_argv, (char *[]){ "attach", "--name", o->name, "--threshold", "65535",
 				  "--slots", slots, "--keep", keep, "--expiry", expiry },
@@ -904,7 +903,8 @@ static const struct nfsl_opt migrate_table[] = {
 		  "(the payloads move, the old node leaves at once) (default: drain)" },
 	{ "nf-port", NFSL_OPT_STR, OFF(nf_ports), .metavar = "IFACE[,IFACE]",
 	  .help = "NF ports of the new instance (attach --nf-port)" },
-	{ "wait", NFSL_OPT_U32, OFF(wait_ms), 0, 600000, .metavar = "MS",
+	{ "wait", NFSL_OPT_DURATION, OFF(wait_ms), 0, 600000, .unit = NFSL_MS,
+	  .given = NFSL_GIVEN(struct migrate_opts, has_wait), .metavar = "MS",
 	  .help = "drain: longest drain of the old instance; copy: longest time the new "
 		  "one honours the old key; ms (default: the TTL, else 1000)" },
 	{ "json", NFSL_OPT_FLAG, OFF(json), .help = "print the counts and timings (ns) as one "

@@ -19,6 +19,7 @@
 struct set_opts {
 	char *name;
 	__u32 threshold, keep, expiry, ttl, if_gen;
+	bool has_threshold, has_keep, has_expiry, has_ttl, has_if_gen;
 	__u32 timeout; /* s to wait for nfsliced */
 	char *tenants; /* tenants file */
 	char *quota;   /* NAME=Q[,NAME=Q...] */
@@ -30,14 +31,8 @@ struct set_opts {
 static const char *const tenant_modes[] = { "unchanged", "static", "dynamic", NULL };
 static const char *const event_modes[] = { "unchanged", "off", "on", NULL };
 
-#define UNSET UINT32_MAX
 static const struct set_opts set_defaults = {
 	.name = "default",
-	.threshold = UNSET,
-	.keep = UNSET,
-	.expiry = UNSET,
-	.ttl = UNSET,
-	.if_gen = UNSET,
 	.timeout = NFSL_CTL_TIMEOUT_MS / 1000,
 };
 
@@ -92,7 +87,7 @@ static int set_via_daemon(const struct set_opts *o, const struct nfsl_cfg_change
 
 	req = json_pack("{s:s,s:I,s:s,s:o}", "op", "set", "netns", (json_int_t)cookie, "name",
 			o->name, "changes", nfsl_ctl_change_json(c));
-	if (req && o->if_gen != UNSET)
+	if (req && o->has_if_gen)
 		json_object_set_new(req, "if_gen", json_integer(o->if_gen));
 	if (!req)
 		return nfsl_err("out of memory");
@@ -218,7 +213,7 @@ static int quota_sizes(const char *list, const struct nfsl_config *cfg, __u32 *s
 static int set_tenants(const struct set_opts *o, const char *dir)
 {
 	__u32 size[NFSL_MAX_TENANTS];
-	const __u32 *if_gen = o->if_gen != UNSET ? &o->if_gen : NULL;
+	const __u32 *if_gen = o->has_if_gen ? &o->if_gen : NULL;
 	struct nfsl_tenant_spec *spec = NULL;
 	struct nfsl_config cfg;
 	struct nfsl_domain d;
@@ -275,11 +270,11 @@ static int run_set(void *p, int argc, char **argv)
 {
 	const struct set_opts *o = p;
 	struct nfsl_cfg_change c = {
-		.has_threshold = o->threshold != UNSET, .threshold = o->threshold,
-		.has_keep = o->keep != UNSET,           .keep = o->keep,
-		.has_expiry = o->expiry != UNSET,       .expiry = o->expiry,
-		.has_ttl = o->ttl != UNSET,             .ttl_ms = o->ttl,
-		.has_events = o->events != 0,           .events = o->events == 2,
+		.has_threshold = o->has_threshold, .threshold = o->threshold,
+		.has_keep = o->has_keep,           .keep = o->keep,
+		.has_expiry = o->has_expiry,       .expiry = o->expiry,
+		.has_ttl = o->has_ttl,             .ttl_ms = o->ttl,
+		.has_events = o->events != 0,      .events = o->events == 2,
 	};
 	struct nfsl_config cfg;
 	char dir[PATH_MAX], err[512];
@@ -308,23 +303,28 @@ static int run_set(void *p, int argc, char **argv)
 	rc = set_via_daemon(o, &c, cookie);
 	if (rc <= 0)
 		return rc;
-	rc = nfsl_config_change(dir, &c, o->if_gen != UNSET ? &o->if_gen : NULL, &cfg, err,
+	rc = nfsl_config_change(dir, &c, o->has_if_gen ? &o->if_gen : NULL, &cfg, err,
 				sizeof(err));
 	return report(o, rc, &cfg, err);
 }
 
 #define OFF(f) offsetof(struct set_opts, f)
+#define GIVEN(f) NFSL_GIVEN(struct set_opts, f)
 static const struct nfsl_opt set_table[] = {
 	{ "name", NFSL_OPT_STR, OFF(name),
 	  .check = nfsl_name_opt_check, .metavar = "NAME",
 	  .help = "domain name (default: default)" },
-	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535, .metavar = "BYTES",
+	{ "threshold", NFSL_OPT_U32, OFF(threshold), 0, 65535, .given = GIVEN(has_threshold),
+	  .metavar = "BYTES",
 	  .help = "slice frames of at least BYTES bytes from the next packet on" },
-	{ "keep", NFSL_OPT_U32, OFF(keep), 0, NFSL_KEEP_MAX, .metavar = "BYTES",
+	{ "keep", NFSL_OPT_U32, OFF(keep), 0, NFSL_KEEP_MAX, .given = GIVEN(has_keep),
+	  .metavar = "BYTES",
 	  .help = "payload bytes left after the L4 header (max 192)" },
-	{ "expiry", NFSL_OPT_U32, OFF(expiry), 1, NFSL_MAX_EXPIRY, .metavar = "N",
+	{ "expiry", NFSL_OPT_U32, OFF(expiry), 1, NFSL_MAX_EXPIRY, .given = GIVEN(has_expiry),
+	  .metavar = "N",
 	  .help = "allocator wrap-arounds a busy slot survives (1-255)" },
-	{ "ttl", NFSL_OPT_U32, OFF(ttl), 0, NFSL_MAX_TTL_MS, .metavar = "MS",
+	{ "ttl", NFSL_OPT_DURATION, OFF(ttl), 0, NFSL_MAX_TTL_MS,
+	  .given = GIVEN(has_ttl), .unit = NFSL_MS, .metavar = "MS",
 	  .help = "evict payloads parked longer than MS ms (nfsliced), 0 = no TTL" },
 	{ "events", NFSL_OPT_ENUM, OFF(events), .choices = event_modes, .metavar = "on|off",
 	  .help = "write drop events for nfslice events (on) or stop (off)" },
@@ -335,11 +335,12 @@ static const struct nfsl_opt set_table[] = {
 	  .help = "new quota of tenant NAME: N% of each partition or N slots of the store" },
 	{ "tenant-mode", NFSL_OPT_ENUM, OFF(mode), .choices = tenant_modes, .metavar = "MODE",
 	  .help = "static (quotas as set) or dynamic (nfsliced moves them toward demand)" },
-	{ "if-gen", NFSL_OPT_U32, OFF(if_gen), 0, UINT32_MAX - 1, .metavar = "GEN",
+	{ "if-gen", NFSL_OPT_U32, OFF(if_gen), 0, UINT32_MAX, .given = GIVEN(has_if_gen),
+	  .metavar = "GEN",
 	  .help = "change only if the configuration generation is still GEN" },
 	{ "json", NFSL_OPT_FLAG, OFF(json),
 	  .help = "print the configuration as written as one JSON object" },
-	{ "timeout", NFSL_OPT_U32, OFF(timeout), 1, 3600, .metavar = "SECONDS",
+	{ "timeout", NFSL_OPT_DURATION, OFF(timeout), 1, 3600, .unit = NFSL_S, .metavar = "SECONDS",
 	  .help = "wait at most SECONDS for nfsliced to answer (default 5)" },
 	{ NULL },
 };

@@ -350,8 +350,8 @@ static const struct nfsl_opt stats_table[] = {
 	  .help = "domain name (default: default)" },
 	{ "json", NFSL_OPT_FLAG, offsetof(struct show_opts, json),
 	  .help = "print one JSON object (one per line with --interval)" },
-	{ "interval", NFSL_OPT_U32, offsetof(struct show_opts, interval), 1, 3600,
-	  .metavar = "SECONDS", .help = "print again every SECONDS, with rates in 1/s" },
+	{ "interval", NFSL_OPT_DURATION, offsetof(struct show_opts, interval), 1, 3600,
+	  .unit = NFSL_S, .metavar = "SECONDS", .help = "print again every SECONDS, with rates in 1/s" },
 	{ "count", NFSL_OPT_U32, offsetof(struct show_opts, count), 1, 1000000,
 	  .metavar = "N", .help = "with --interval: stop after N prints, the first included "
 				  "(default: until SIGINT)" },

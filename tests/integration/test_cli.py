@@ -102,8 +102,19 @@ def test_no_bpffs(clean, args):
     (("--slots", "+64"), ("--slots '+64' is not valid",)),
     (("--slots", " 64"), ("--slots ' 64' is not valid",)),
     (("--keep", "-0"), ("--keep '-0' is not valid",)),
+    # A leading 0 is refused too: 010 is neither 8 nor, silently, ten
+    # (issue 18 §3).
+    (("--slots", "010"), ("nfslice attach: --slots '010' is not valid: give a "
+                          "whole number of N from 1 to",
+                          "in decimal digits (no leading 0 or 0x)")),
+    (("--threshold", "0x100"), ("(no leading 0 or 0x)",)),
+    (("--ttl", "5sec"), ("--ttl '5sec' is not valid: give a whole number of "
+                         "MS from 0 to", "or a duration with a unit (ns, us, "
+                         "ms, s, m, h) that is a whole number of ms, e.g. 2s")),
+    (("--ttl", "1500us"), ("--ttl '1500us' is not valid",)),
 ], ids=["slots", "mode", "keep", "no-value", "unknown-option", "no-iface",
-        "hex", "plus", "blank", "minus"])
+        "hex", "plus", "blank", "minus", "octal", "hex-hint", "ttl-unit",
+        "ttl-fraction"])
 def test_bad_usage(clean, args, needles):
     """Bad option values are named with the accepted range: exit 2."""
     ifaces = ("dut0",) if args else ()
@@ -188,11 +199,12 @@ def test_slots_rounding_stated(clean):
 
 
 def test_numbers_are_decimal(clean, domain):
-    """A leading zero is decimal: --threshold 0300 is 300 bytes, not
-    octal 192 (issue 17 §4)."""
-    st = domain("dec", "dut0", opts=("--threshold", "0300", "--slots",
-                                     "064"))
+    """Numbers are decimal (a leading 0 is refused: test_bad_usage), and a
+    time takes a unit: --ttl 2s is 2000 ms (issue 18 §3)."""
+    st = domain("dec", "dut0", opts=("--threshold", "300", "--slots", "64",
+                                     "--ttl", "2s"))
     assert (st["threshold"], st["slots"]) == (300, 64), st
+    assert st["ttl_ms"] == 2000, st
 
 
 def test_unknown_command(clean):

@@ -73,8 +73,11 @@ Test(cli, numbers_are_decimal)
 {
 	struct t_opts o;
 
-	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", "010" }), 0);
-	cr_assert_eq(o.n, 10, "010 read as %u, not ten", o.n);
+	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", "10" }), 0);
+	cr_assert_eq(o.n, 10);
+	/* A hex or octal spelling is refused, not read as 16 or 8, nor as ten:
+	 * the user who typed it meant another number (issue 18 §3). */
+	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", "010" }), -EINVAL);
 	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", "0x10" }), -EINVAL);
 	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", "+5" }), -EINVAL);
 	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", " 5" }), -EINVAL);
@@ -83,7 +86,8 @@ Test(cli, numbers_are_decimal)
 	cr_assert_eq(parse(&o, 2, (const char *[]){ "--n", "1001" }), -EINVAL);
 	fflush(stderr);
 	cr_assert_stderr_eq_str(
-		"t: --n '0x10' is not valid: give a whole number of N from 1 to 1000, in decimal digits\n"
+		"t: --n '010' is not valid: give a whole number of N from 1 to 1000, in decimal digits (no leading 0 or 0x)\n"
+		"t: --n '0x10' is not valid: give a whole number of N from 1 to 1000, in decimal digits (no leading 0 or 0x)\n"
 		"t: --n '+5' is not valid: give a whole number of N from 1 to 1000, in decimal digits\n"
 		"t: --n ' 5' is not valid: give a whole number of N from 1 to 1000, in decimal digits\n"
 		"t: --n '5 ' is not valid: give a whole number of N from 1 to 1000, in decimal digits\n"

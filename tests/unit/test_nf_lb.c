@@ -970,8 +970,11 @@ Test(nf_lb, option_errors)
 		{ "timeout=0", "timeout=0: give the idle timeout" },
 		{ "timeout=5d", "timeout=5d" },
 		{ "out=2", "out=2: give other" },
-		{ "nonsense", "'nonsense': options are KEY=VALUE" },
-		{ "color=blue", "unknown option 'color=blue'" },
+		{ "nonsense", "'nonsense' is not KEY=VALUE: give one of backends=PATH, vip=ADDR, "
+			      "conns=N, timeout=DURATION, out=other|in|DEV" },
+		{ "color=blue", "unknown option 'color': the options are backends=PATH, vip=ADDR" },
+		{ "vip=0.0.0.0", "vip=0.0.0.0 is not an IPv4 address" },
+		{ "conns=010", "conns=010: give the connection entries per worker, 0..16777216" },
 	};
 	char path[64], err[256];
 	void *sh;

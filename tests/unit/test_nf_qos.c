@@ -516,8 +516,14 @@ Test(nf_qos, options)
 		{ { "cir=1", "cbs=0", "ebs=0", NULL }, "cbs=0 and ebs=0" },
 		{ { "cir=1", "cbs=1", "ebs=1", "red=pass", NULL }, "red=pass: give red=drop" },
 		{ { "cir=1", "cbs=1", "ebs=1", "yellow_dscp=x", NULL }, "yellow_dscp=x" },
-		{ { "cir=1", "cbs=1", "ebs=1", "mode=aware", NULL }, "unknown option 'mode=aware'" },
-		{ { "cir", NULL }, "'cir': options are KEY=VALUE" },
+		{ { "cir=1", "cbs=1", "ebs=1", "mode=aware", NULL },
+		  "unknown option 'mode': the options are cir=RATE, cbs=BYTES, ebs=BYTES" },
+		{ { "cir", NULL }, "'cir' is not KEY=VALUE: give cir=RATE" },
+		{ { "cir", "cbs=1", "ebs=1", "red_dscp=014", NULL }, "'cir' is not KEY=VALUE" },
+		{ { "cir=1", "cbs=1", "ebs=1", "red_dscp=014", NULL },
+		  "red_dscp=014: give a DSCP 0..62 (RFC 2474; 63 marks sliced packets and the "
+		  "splicer would restore the original), e.g. red_dscp=14" },
+		{ { "cir=010", "cbs=1", "ebs=1", NULL }, "cir=010: give the committed" },
 	};
 	char err[256];
 	void *sh;

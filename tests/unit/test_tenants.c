@@ -399,6 +399,12 @@ Test(tenantfile, errors_name_line_and_fix, .init = NULL, .fini = NULL)
 		{ "gold quota=101%\n", "quota=101%: give N% of each partition (0-100)" },
 		{ "gold quota=1%\ngold quota=2%\n", ":2: tenant 'gold' is declared twice" },
 		{ "gold quota=1% vlan=5000\n", "vlan=5000: give a VLAN ID 1-4094" },
+		/* the shared parsers (util/value.h): decimal digits, the kernel's
+		 * interface-name rule */
+		{ "gold quota=1% vlan=010\n", "vlan=010: give a VLAN ID 1-4094" },
+		{ "gold quota=1% weight=0x2\n", "weight=0x2: give an integer 1-1000" },
+		{ "gold quota=1% dev=eth0:1\n", "dev=eth0:1: an interface name" },
+		{ "gold quota=1% dst=10.1.0.0/016\n", "dst=10.1.0.0/016: give ADDR/LEN" },
 		{ "g@ld quota=1%\n", "tenant name 'g@ld'" },
 		{ "a quota=1%\nb quota=1%\nc quota=1%\nd quota=1%\ne quota=1%\nf quota=1%\n"
 		  "g quota=1%\nh quota=1%\n",

@@ -29,9 +29,10 @@ struct dl_opts {
 	const char *dev; /* TAP device */
 	__u32 delay_us; /* hold time, us */
 	__u32 queue; /* frames the line holds at most */
-	__u32 cpu; /* CPU to run on; UINT32_MAX: any */
+	__u32 cpu; /* CPU to run on, if has_cpu; else any */
 	__u32 duration; /* seconds; 0: until SIGINT/SIGTERM */
 	bool json;
+	bool has_delay, has_cpu; /* --delay, --cpu given */
 };
 
 /* One held frame: when it arrived and when it is due, CLOCK_MONOTONIC ns. */

@@ -34,22 +34,23 @@ static volatile sig_atomic_t stopping;
 static const struct nfsl_opt table[] = {
 	{"dev", NFSL_OPT_STR, OFF(dev), .metavar = "IFACE",
 	 .help = "TAP device to attach to (required; created if absent)"},
-	{"delay", NFSL_OPT_U32, OFF(delay_us), 0, 10000000, .metavar = "USEC",
+	{"delay", NFSL_OPT_DURATION, OFF(delay_us), 0, 10000000, .unit = NFSL_US,
+	 .given = NFSL_GIVEN(struct dl_opts, has_delay), .metavar = "USEC",
 	 .help = "hold time in microseconds, 0-10000000 (required)"},
 	{"queue", NFSL_OPT_U32, OFF(queue), 1, 1U << 20, .metavar = "FRAMES",
 	 .help = "frames held at most, 2 KiB each (default 16384)"},
-	{"cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
+	{"cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1,
+	 .given = NFSL_GIVEN(struct dl_opts, has_cpu), .metavar = "N",
 	 .help = "run on CPU N (default: wherever the scheduler puts it)"},
-	{"duration", NFSL_OPT_U32, OFF(duration), 1, 86400, .metavar = "SECONDS",
+	{"duration", NFSL_OPT_DURATION, OFF(duration), 1, 86400, .unit = NFSL_S,
+	 .metavar = "SECONDS",
 	 .help = "stop after SECONDS (default: at SIGINT or SIGTERM)"},
 	{"json", NFSL_OPT_FLAG, OFF(json), .help = "print the result as one JSON object"},
 	{NULL},
 };
 
 static const struct dl_opts defaults = {
-	.delay_us = UINT32_MAX, /* "not given" */
 	.queue = 16384,
-	.cpu = UINT32_MAX,
 };
 
 static const struct nfsl_cmd cmd = {
@@ -208,12 +209,12 @@ int main(int argc, char **argv)
 		       IFNAMSIZ - 1);
 		goto out;
 	}
-	if (o.delay_us == UINT32_MAX) {
+	if (!o.has_delay) {
 		dl_err("--delay USEC is required: how long to hold each frame");
 		goto out;
 	}
 	rc = 1;
-	if (o.cpu != UINT32_MAX && pin_cpu(o.cpu))
+	if (o.has_cpu && pin_cpu(o.cpu))
 		goto out;
 	if (dl_line_init(&line, o.queue) || dl_stats_init(&stats)) {
 		dl_err("cannot allocate a line of %u frames (%zu bytes each): "

@@ -57,18 +57,22 @@ static const struct nfsl_opt table[] = {
 	 .help = "RX ring (Bx) entries per socket, a power of two (default 2048)"},
 	{"frames", NFSL_OPT_U32, OFF(frames), 64, 1U << 22, .metavar = "N",
 	 .help = "UMEM frames of 2048 bytes (default: as many as the rings hold)"},
-	{"stats-interval", NFSL_OPT_U32, OFF(interval), 1, 3600, .metavar = "SECONDS",
+	{"stats-interval", NFSL_OPT_DURATION, OFF(interval), 1, 3600, .unit = NFSL_S,
+	 .metavar = "SECONDS",
 	 .help = "report every SECONDS (default: at exit only)"},
-	{"duration", NFSL_OPT_U32, OFF(duration), 1, 86400, .metavar = "SECONDS",
+	{"duration", NFSL_OPT_DURATION, OFF(duration), 1, 86400, .unit = NFSL_S,
+	 .metavar = "SECONDS",
 	 .help = "stop after SECONDS (default: at SIGINT or SIGTERM)"},
-	{"cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
+	{"cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1,
+	 .given = NFSL_GIVEN(struct nf_opts, has_cpu), .metavar = "N",
 	 .help = "run the workers on CPU N (default: any)"},
 	{"stall", NFSL_OPT_STR, OFF(stall), .metavar = "W:AFTER:FOR",
 	 .help = "worker W sleeps FOR ms from AFTER ms after the start"},
 	{"slow", NFSL_OPT_STR, OFF(slow), .metavar = "W:USEC",
 	 .help = "worker W sleeps USEC after each burst (processing variability)"},
 	{"json", NFSL_OPT_FLAG, OFF(json), .help = "reports as JSON objects, one per line"},
-	{"busy-poll", NFSL_OPT_U32, OFF(busy_poll), 0, 1000000, .metavar = "USEC",
+	{"busy-poll", NFSL_OPT_DURATION, OFF(busy_poll), 0, 1000000, .unit = NFSL_US,
+	 .metavar = "USEC",
 	 .help = "keep looking for frames USEC before sleeping in poll() (default 0)"},
 	{"drop-notice", NFSL_OPT_FLAG, OFF(drop_notice),
 	 .help = "park: send sliced headers the NF drops back as drop notices"},
@@ -101,7 +105,6 @@ static const struct nf_opts defaults = {
 	.workers = 1,
 	.rx = NFSL_XSK_PRIVRING,
 	.nf = "l2fwd",
-	.cpu = UINT32_MAX,
 };
 
 static const struct nfsl_cmd cmd = {
@@ -182,6 +185,7 @@ struct worker_arg {
 	bool orig_len;                 /* a NF of the chain reads it */
 	int id, ndevs, nworkers;
 	__u32 cpu;
+	bool has_cpu; /* --cpu given: pin to cpu */
 	__u64 start_ms;
 	__u32 busy_poll_us;
 	/* --stall, --slow: this worker's share, 0 when not it */
@@ -239,7 +243,7 @@ static void *worker(void *p)
 	struct nfsl_nf_ctx ctx = { .worker = a->id, .nworkers = a->nworkers, .ndevs = a->ndevs };
 	int idle = 0;
 
-	if (a->cpu != UINT32_MAX)
+	if (a->has_cpu)
 		nfsl_pin_cpu(a->cpu);
 	for (;;) {
 		unsigned int n, nout = 0, ndrop = 0;
@@ -560,6 +564,7 @@ int main(int argc, char **argv)
 			rep.mine[i][k] = a->mine[k];
 		}
 		a->cpu = o.cpu;
+		a->has_cpu = o.has_cpu;
 		a->start_ms = start;
 		a->busy_poll_us = o.busy_poll;
 		if (o.stall && stall[0] == i) {

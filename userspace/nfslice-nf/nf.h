@@ -33,7 +33,8 @@ struct nf_opts {
 	__u32 ax, bx, frames;
 	__u32 interval;     /* seconds between reports, 0: none */
 	__u32 duration;     /* seconds, 0: until SIGINT/SIGTERM */
-	__u32 cpu;          /* CPU for the workers, UINT32_MAX: any */
+	__u32 cpu;          /* CPU for the workers, if has_cpu; else any */
+	bool has_cpu;       /* --cpu given */
 	char *stall;        /* WORKER:AFTER_MS:FOR_MS */
 	char *slow;         /* WORKER:USEC */
 	bool json;

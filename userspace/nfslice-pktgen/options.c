@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "util/params.h"
+#include "util/value.h"
 #include "pg.h"
 
 #define DEF_SRC4 "10.211.1.2"
@@ -46,7 +47,8 @@ static const struct nfsl_opt table[] = {
 	  .help = "frames per second, 0 = as fast as possible (default 0)" },
 	{ "count", NFSL_OPT_U32, OFF(count), 1, UINT32_MAX, .metavar = "N",
 	  .help = "stop after N frames" },
-	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400, .metavar = "SECONDS",
+	{ "duration", NFSL_OPT_DURATION, OFF(duration), 1, 86400, .unit = NFSL_S,
+	  .metavar = "SECONDS",
 	  .help = "stop after SECONDS seconds" },
 	{ "src-mac", NFSL_OPT_STR, OFF(src_mac), .metavar = "MAC",
 	  .help = "source MAC (default: IFACE's)" },
@@ -66,9 +68,11 @@ static const struct nfsl_opt table[] = {
 	  .help = "send the frames of a pcap file, in order, round and round" },
 	{ "batch", NFSL_OPT_U32, OFF(batch), 1, PG_BATCH_MAX, .metavar = "N",
 	  .help = "frames per live-frames batch, 1-256 (default 64)" },
-	{ "burst-us", NFSL_OPT_U32, OFF(burst_us), PG_BURST_US_MIN, 1000000, .metavar = "USEC",
+	{ "burst-us", NFSL_OPT_DURATION, OFF(burst_us), PG_BURST_US_MIN, 1000000, .unit = NFSL_US,
+	  .metavar = "USEC",
 	  .help = "with --rate: send the frames due every USEC us in one burst, 20 to 1000000 (default 1000)" },
-	{ "cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1, .metavar = "N",
+	{ "cpu", NFSL_OPT_U32, OFF(cpu), 0, CPU_SETSIZE - 1,
+	  .given = NFSL_GIVEN(struct pg_opts, has_cpu), .metavar = "N",
 	  .help = "run on CPU N (default: wherever the scheduler puts it)" },
 	{ "peer-xdp", NFSL_OPT_ENUM, OFF(peer_xdp), .choices = peer_modes, .metavar = "MODE",
 	  .help = "auto, off or drop: XDP on a veth peer that has none (default auto)" },
@@ -81,7 +85,6 @@ static const struct pg_opts defaults = {
 	.proto = -1,
 	.batch = PG_BATCH_DEFAULT,
 	.burst_us = PG_BURST_US_DEFAULT,
-	.cpu = UINT32_MAX,
 	.peer_xdp = PG_PEER_AUTO,
 };
 
@@ -161,10 +164,14 @@ static int parse_ip(const char *opt, const char *s, bool v6, struct pg_pkt *p,
 {
 	void *dst = v6 ? (src ? (void *)&p->src6 : (void *)&p->dst6)
 		       : (src ? (void *)&p->src4 : (void *)&p->dst4);
+	struct nfsl_ip ip;
+	int rc = nfsl_parse_ip(s, v6 ? AF_INET6 : AF_INET, &ip);
 
-	if (inet_pton(v6 ? AF_INET6 : AF_INET, s, dst) == 1)
+	if (!rc) {
+		memcpy(dst, ip.b, v6 ? 16 : 4);
 		return 0;
-	if (!v6 && strchr(s, ':'))
+	}
+	if (!v6 && rc == -EAFNOSUPPORT)
 		return pg_err("%s '%s' is an IPv6 address: add --ipv6 to send IPv6",
 			      opt, s);
 	return pg_err("%s '%s' is not an %s address: write it like %s", opt, s,
@@ -191,14 +198,14 @@ static int resolve_pkt(const struct pg_opts *o, struct pg_cfg *cfg)
 		     p->ipv6, p, false))
 		return -1;
 	if (o->src_mac) {
-		if (pg_parse_mac(o->src_mac, p->src_mac))
+		if (nfsl_parse_mac(o->src_mac, p->src_mac))
 			return pg_err("--src-mac '%s' is not a MAC address: write six hex "
 				      "bytes like 02:00:00:00:00:01", o->src_mac);
 	} else {
 		memcpy(p->src_mac, l->mac, 6);
 	}
 	if (o->dst_mac) {
-		if (pg_parse_mac(o->dst_mac, p->dst_mac))
+		if (nfsl_parse_mac(o->dst_mac, p->dst_mac))
 			return pg_err("--dst-mac '%s' is not a MAC address: write six hex "
 				      "bytes like 02:00:00:00:00:02", o->dst_mac);
 	} else if (l->peer_known) {
@@ -254,7 +261,7 @@ static int resolve_cpu(const struct pg_opts *o, struct pg_cfg *cfg)
 	cpu_set_t set;
 
 	cfg->cpu = -1;
-	if (o->cpu == UINT32_MAX)
+	if (!o->has_cpu)
 		return 0;
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return pg_err("cannot read the allowed CPUs: %s", strerror(errno));

@@ -18,19 +18,6 @@
 #include "nfsl_csum.h"
 #include "pg.h"
 
-int pg_parse_mac(const char *s, __u8 mac[6])
-{
-	unsigned int b[6];
-	char end;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &end) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++)
-		mac[i] = b[i];
-	return 0;
-}
-
 /* Bytes of Ethernet + IP + L4 header. */
 __u32 pg_hdr_len(const struct pg_pkt *pkt)
 {

@@ -63,6 +63,7 @@ struct pg_opts {
 	__u32 cpu;
 	int peer_xdp;
 	bool json;
+	bool has_cpu; /* --cpu given */
 };
 
 /* The target interface and, for a veth, its peer. */
@@ -167,7 +168,6 @@ int pg_peer_prepare(const struct pg_cfg *cfg, struct pg_peer **peer,
 void pg_peer_restore(struct pg_peer *peer);
 
 /* packet.c */
-int pg_parse_mac(const char *s, __u8 mac[6]);
 __u32 pg_hdr_len(const struct pg_pkt *pkt);
 void pg_frame_build(const struct pg_pkt *pkt, __u32 len, __u8 *buf,
 		    struct pktgen_tmpl *t);

@@ -82,19 +82,23 @@ static const struct nfsl_opt table[] = {
 	{ "log-level", NFSL_OPT_ENUM, OFF(log_level), .choices = levels, .metavar = "LEVEL",
 	  .help = "least severe syslog level shown: err, warning, notice, info, debug "
 		  "(default info)" },
-	{ "gc-interval", NFSL_OPT_U32, OFF(gc_interval), 0, 86400, .metavar = "SECONDS",
+	{ "gc-interval", NFSL_OPT_DURATION, OFF(gc_interval), 0, 86400, .unit = NFSL_S,
+	  .metavar = "SECONDS",
 	  .help = "remove domains of gone network namespaces every SECONDS, 0 never "
 		  "(default 10)" },
 	{ "metrics-port", NFSL_OPT_U32, OFF(metrics_port), 0, 65535, .metavar = "PORT",
 	  .help = "serve Prometheus metrics on http://127.0.0.1:PORT/metrics, 0 off "
 		  "(default 9470)" },
-	{ "tenant-interval", NFSL_OPT_U32, OFF(tenant_interval), 0, 60000, .metavar = "MS",
+	{ "tenant-interval", NFSL_OPT_DURATION, OFF(tenant_interval), 0, 60000, .unit = NFSL_MS,
+	  .metavar = "MS",
 	  .help = "move the quotas of domains with dynamic tenants toward demand every MS "
 		  "ms (rounded up to 100), 0 never (default 200)" },
-	{ "idle-timeout", NFSL_OPT_U32, OFF(idle_timeout), 1, 3600, .metavar = "SECONDS",
+	{ "idle-timeout", NFSL_OPT_DURATION, OFF(idle_timeout), 1, 3600, .unit = NFSL_S,
+	  .metavar = "SECONDS",
 	  .help = "close a client that sends and reads nothing for SECONDS, a half-sent "
 		  "request included (default 10)" },
-	{ "duration", NFSL_OPT_U32, OFF(duration), 1, 86400 * 365, .metavar = "SECONDS",
+	{ "duration", NFSL_OPT_DURATION, OFF(duration), 1, 86400 * 365, .unit = NFSL_S,
+	  .metavar = "SECONDS",
 	  .help = "exit after SECONDS (default: run until SIGTERM or SIGINT)" },
 	{ NULL },
 };

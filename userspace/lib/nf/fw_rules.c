@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include "nf/nfsl_nf_fw.h"
+#include "util/value.h"
 
 #define MAX_TOK 16
 #define BLANKS " \t\r\n\v\f"
@@ -42,20 +43,13 @@ static bool is_any(const char *s)
 	return !strcmp(s, "any") || !strcmp(s, "*");
 }
 
-/* A decimal number of at most @max, digits only. */
+/* A decimal number of at most @max, digits only (nfsl_parse_u64). */
 static bool dec(const char *s, unsigned long max, unsigned long *v)
 {
-	unsigned long x = 0;
+	__u64 x;
 
-	if (!*s)
+	if (nfsl_parse_u64(s, 0, max, &x))
 		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		x = x * 10 + (*s - '0');
-		if (x > max)
-			return false;
-	}
 	*v = x;
 	return true;
 }
@@ -94,8 +88,9 @@ static int parse_addr(const struct where *w, const char *what, const char *s,
 	const char *slash = strchr(s, '/');
 	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
 	unsigned long l;
-	__u8 b[16];
+	struct nfsl_ip ip;
 	unsigned int max, words;
+	const __u8 *b = ip.b;
 
 	memset(a, 0, 4 * sizeof(*a));
 	if (is_any(s)) {
@@ -107,17 +102,11 @@ static int parse_addr(const struct where *w, const char *what, const char *s,
 		goto not_addr;
 	memcpy(buf, s, alen);
 	buf[alen] = 0;
-	if (inet_pton(AF_INET, buf, b) == 1) {
-		*fam = NFSL_FW_V4;
-		max = 32;
-		words = 1;
-	} else if (inet_pton(AF_INET6, buf, b) == 1) {
-		*fam = NFSL_FW_V6;
-		max = 128;
-		words = 4;
-	} else {
+	if (nfsl_parse_ip(buf, AF_UNSPEC, &ip))
 		goto not_addr;
-	}
+	*fam = ip.af == AF_INET ? NFSL_FW_V4 : NFSL_FW_V6;
+	max = ip.af == AF_INET ? 32 : 128;
+	words = max / 32;
 	l = max;
 	if (slash && !dec(slash + 1, max, &l))
 		return bad(w, "%s prefix length \"%s\" of %s is not a number 0..%u: write %s/LEN",

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "nf/nfsl_nf_fwd.h"
+#include "util/value.h"
 #include "nfsl_csum.h"
 #include "nfsl_parse.h"
 
@@ -92,22 +93,6 @@ struct fwd_worker {
 	struct nfsl_nf_fwd_counters c;
 };
 
-static int parse_mac(const char *s, __u8 *mac)
-{
-	unsigned int m[6];
-	char tail;
-
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
-		   &tail) != 6)
-		return -EINVAL;
-	for (int k = 0; k < 6; k++) {
-		if (m[k] > 0xff)
-			return -EINVAL;
-		mac[k] = m[k];
-	}
-	return 0;
-}
-
 /* The MAC of device @name in this network namespace, through the kernel
  * (SIOCGIFHWADDR): right whatever /sys shows. */
 static int dev_mac(const char *name, __u8 *mac)
@@ -165,6 +150,7 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 		char kmac[] = "mac0", kvia[] = "via0";
 		const char *mac, *via;
 		struct in_addr a;
+		struct nfsl_ip vip;
 
 		kmac[3] = kvia[3] = '0' + d;
 		mac = opt(conf, kmac);
@@ -183,18 +169,19 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 			goto fail;
 		}
 		if (mac) {
-			if (parse_mac(mac, (__u8 *)&sh->dst[d])) {
+			if (nfsl_parse_mac(mac, (__u8 *)&sh->dst[d])) {
 				snprintf(err, errlen, "%s=%s: give a MAC as 02:00:00:00:00:01",
 					 kmac, mac);
 				goto fail;
 			}
 			continue;
 		}
-		if (inet_pton(AF_INET, via, &a) != 1) {
+		if (nfsl_parse_ip(via, AF_INET, &vip)) {
 			snprintf(err, errlen, "%s=%s: give an IPv4 address (for an IPv6 next "
 				 "hop, give %s=MAC from ip -6 neigh)", kvia, via, kmac);
 			goto fail;
 		}
+		a = vip.v4;
 		if (!nt) {
 			nt = malloc(sizeof(*nt));
 			rc = nt ? nfsl_nf_neigh_load(nt, opt(conf, "neigh"), conf->devs,

@@ -31,6 +31,8 @@
 #include <string.h>
 
 #include "nf/nfsl_nf_lb.h"
+#include "util/params.h"
+#include "util/value.h"
 #include "nfsl_parse.h"
 #include "nfsl_flow.h"
 #include "nfsl_hdr.h"
@@ -319,48 +321,30 @@ fail:
  * Backends file
  * --------------------------------------------------------------------- */
 
-/* Non-negative decimal below @max; false if not one. */
-static bool lb_parse_u64(const char *s, __u64 max, __u64 *v)
-{
-	__u64 x = 0;
-
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		__u64 d = *s - '0';
-
-		if (*s < '0' || *s > '9' || d > max || x > (max - d) / 10)
-			return false;
-		x = x * 10 + (*s - '0');
-	}
-	*v = x;
-	return true;
-}
-
 static int lb_parse_line(char *line, const char *path, unsigned int ln,
 			 struct nfsl_nf_lb_backend *b, char *err, size_t errlen)
 {
 	char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
-	struct in_addr in;
+	struct nfsl_ip ip;
 
 	memset(b, 0, sizeof(*b));
 	b->weight = 1;
-	if (inet_pton(AF_INET, tok, &in) != 1) {
+	if (nfsl_parse_ip(tok, AF_INET, &ip)) {
 		snprintf(err, errlen, "%s:%u: '%s' is not an IPv4 address; start the line with "
 			 "one in dotted quad, e.g. 10.0.0.1", path, ln, tok);
 		return -EINVAL;
 	}
-	if (!in.s_addr) {
+	if (!ip.v4.s_addr) {
 		snprintf(err, errlen, "%s:%u: 0.0.0.0 is no backend address; give the "
 			 "backend's", path, ln);
 		return -EINVAL;
 	}
-	b->addr = in.s_addr;
+	b->addr = ip.v4.s_addr;
 	while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
 		__u64 w;
 
 		if (!strncmp(tok, "weight=", 7)) {
-			if (!lb_parse_u64(tok + 7, NFSL_NF_LB_MAX_WEIGHT, &w)) {
+			if (nfsl_parse_u64(tok + 7, 0, NFSL_NF_LB_MAX_WEIGHT, &w)) {
 				snprintf(err, errlen, "%s:%u: '%s': the weight is an integer 0..%u "
 					 "(0 drains the backend), e.g. weight=2",
 					 path, ln, tok, NFSL_NF_LB_MAX_WEIGHT);
@@ -599,101 +583,76 @@ static unsigned int lb_counter_list(void *mine, const char **names, __u64 *vals,
  * Options
  * --------------------------------------------------------------------- */
 
-/* A duration: an integer with an optional unit ns, us, ms, s (default), m
- * or h, in ns; false if not one or 0. */
-static bool lb_parse_duration(const char *s, __u64 *ns)
+/* vip=: an IPv4 address other than 0.0.0.0, into a __be32. */
+static int lb_vip(const char *arg, void *field)
 {
-	static const struct { const char *u; __u64 mul; } units[] = {
-		{ "", 1000000000ull }, { "s", 1000000000ull }, { "ms", 1000000ull },
-		{ "us", 1000ull }, { "ns", 1ull }, { "m", 60000000000ull },
-		{ "h", 3600000000000ull },
-	};
-	char num[32];
-	size_t k = strspn(s, "0123456789");
-	__u64 v;
+	struct nfsl_ip ip;
 
-	if (!k || k >= sizeof(num))
-		return false;
-	memcpy(num, s, k);
-	num[k] = '\0';
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(s + k, units[i].u))
-			continue;
-		if (!lb_parse_u64(num, UINT64_MAX / units[i].mul, &v) || !v)
-			return false;
-		*ns = v * units[i].mul;
-		return true;
-	}
-	return false;
+	if (nfsl_parse_ip(arg, AF_INET, &ip) || !ip.v4.s_addr)
+		return -EINVAL;
+	*(__be32 *)field = ip.v4.s_addr;
+	return 0;
 }
+
+/* backends=: a path, not empty. */
+static const char *lb_nonempty(const char *arg)
+{
+	return *arg ? NULL : "empty";
+}
+
+_Static_assert(LB_MAX_CONNS == 16777216, "conns= message below");
+
+/* The options as given, before out= is read against the devices. */
+struct lb_kv {
+	const char *backends, *out;
+	__be32 vip;
+	__u64 conns, timeout_ns;
+};
+
+#define KOFF(f) offsetof(struct lb_kv, f)
+static const struct nfsl_opt lb_keys[] = {
+	{ "backends", NFSL_OPT_STR, KOFF(backends), .metavar = "PATH", .required = true,
+	  .check = lb_nonempty, .bad = " is empty; give the path of the backends file" },
+	{ "vip", NFSL_OPT_CUSTOM, KOFF(vip), .parse = lb_vip, .metavar = "ADDR",
+	  .bad = " is not an IPv4 address; give the service address, e.g. vip=192.0.2.10" },
+	{ "conns", NFSL_OPT_U64, KOFF(conns), 0, LB_MAX_CONNS, .metavar = "N",
+	  .bad = ": give the connection entries per worker, 0..16777216 (0: no "
+		 "connection table), e.g. conns=65536" },
+	{ "timeout", NFSL_OPT_DURATION64, KOFF(timeout_ns), 1, UINT64_MAX, .unit = NFSL_NS,
+	  .bare = NFSL_S, .metavar = "DURATION",
+	  .bad = ": give the idle timeout of a connection, > 0, in s (default unit), ms, us, "
+		 "ns, m or h, e.g. timeout=60 or timeout=500ms" },
+	{ "out", NFSL_OPT_STR, KOFF(out), .metavar = "other|in|DEV" },
+	{ NULL },
+};
 
 static int lb_opts(struct lb_shared *sh, const struct nfsl_nf_conf *conf, const char **path,
 		   char *err, size_t errlen)
 {
-	const char *const *kv = conf->kv;
+	struct lb_kv k = { .vip = sh->vip, .conns = sh->conns, .timeout_ns = sh->timeout_ns };
+	__u64 x;
 
-	for (; kv && *kv; kv++) {
-		const char *eq = strchr(*kv, '='), *v;
-		struct in_addr in;
-		__u64 x;
-
-		if (!eq) {
-			snprintf(err, errlen, "'%s': options are KEY=VALUE, e.g. backends=/etc/"
-				 "nfslice/backends", *kv);
-			return -EINVAL;
-		}
-		v = eq + 1;
-		if (!strncmp(*kv, "backends=", 9)) {
-			if (!*v) {
-				snprintf(err, errlen, "backends= is empty; give the path of the "
-					 "backends file");
-				return -EINVAL;
-			}
-			*path = v;
-		} else if (!strncmp(*kv, "vip=", 4)) {
-			if (inet_pton(AF_INET, v, &in) != 1 || !in.s_addr) {
-				snprintf(err, errlen, "vip=%s is not an IPv4 address; give the "
-					 "service address, e.g. vip=192.0.2.10", v);
-				return -EINVAL;
-			}
-			sh->vip = in.s_addr;
-		} else if (!strncmp(*kv, "conns=", 6)) {
-			if (!lb_parse_u64(v, LB_MAX_CONNS, &x)) {
-				snprintf(err, errlen, "conns=%s: give the connection entries per "
-					 "worker, 0..%u (0: no connection table), e.g. conns=65536",
-					 v, LB_MAX_CONNS);
-				return -EINVAL;
-			}
-			sh->conns = x;
-		} else if (!strncmp(*kv, "timeout=", 8)) {
-			if (!lb_parse_duration(v, &sh->timeout_ns)) {
-				snprintf(err, errlen, "timeout=%s: give the idle timeout of a "
-					 "connection, > 0, in s (default unit), ms, us, ns, m or h, "
-					 "e.g. timeout=60 or timeout=500ms", v);
-				return -EINVAL;
-			}
-		} else if (!strncmp(*kv, "out=", 4)) {
-			if (!strcmp(v, "other")) {
-				sh->out = LB_OUT_OTHER;
-			} else if (!strcmp(v, "in")) {
-				sh->out = LB_OUT_IN;
-			} else if (lb_parse_u64(v, conf->ndevs ? conf->ndevs - 1 : 1, &x)) {
-				sh->out = x;
-			} else {
-				snprintf(err, errlen, "out=%s: give other (the other device of two, "
-					 "the same of one), in, or a device index below %u", v,
-					 conf->ndevs ? conf->ndevs : 2);
-				return -EINVAL;
-			}
-		} else {
-			snprintf(err, errlen, "unknown option '%s'; lb takes backends=PATH, vip=ADDR, "
-				 "conns=N, timeout=DURATION, out=other|in|DEV", *kv);
-			return -EINVAL;
-		}
+	if (nfsl_kv_parse(lb_keys, conf->kv, &k, err, errlen)) {
+		if (!strncmp(err, "backends= is missing", 20))
+			snprintf(err, errlen, "backends= is missing; give backends=PATH, a file of "
+				 "one IPv4 address a line (docs/nf.md \"Load balancer\")");
+		return -EINVAL;
 	}
-	if (!*path) {
-		snprintf(err, errlen, "backends= is missing; give backends=PATH, a file of one "
-			 "IPv4 address a line (docs/nf.md \"Load balancer\")");
+	*path = k.backends;
+	sh->vip = k.vip;
+	sh->conns = k.conns;
+	sh->timeout_ns = k.timeout_ns;
+	if (!k.out)
+		return 0;
+	if (!strcmp(k.out, "other")) {
+		sh->out = LB_OUT_OTHER;
+	} else if (!strcmp(k.out, "in")) {
+		sh->out = LB_OUT_IN;
+	} else if (!nfsl_parse_u64(k.out, 0, conf->ndevs ? conf->ndevs - 1 : 1, &x)) {
+		sh->out = x;
+	} else {
+		snprintf(err, errlen, "out=%s: give other (the other device of two, the same of "
+			 "one), in, or a device index below %u", k.out, conf->ndevs ? conf->ndevs : 2);
 		return -EINVAL;
 	}
 	return 0;

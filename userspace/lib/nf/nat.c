@@ -31,6 +31,8 @@
 
 #include "nfsl_hdr.h"
 #include "nf/nfsl_nf_nat.h"
+#include "util/params.h"
+#include "util/value.h"
 
 #define NAT_NIL UINT32_MAX
 
@@ -91,157 +93,100 @@ static int conf_err(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* A decimal whole number in [min, max]: digits only (no sign, no base
- * prefix, no blanks: "010" is ten). Returns 0 or -1. */
-static int parse_num(const char *s, __u64 min, __u64 max, __u64 *out)
-{
-	__u64 v = 0;
+/* The options as given, before the checks across them (nat_parse). */
+struct nat_kv {
+	struct nfsl_ip ext_ip;
+	__u64 start_port, max_flows, lan, wan, expire_ns, expire_ms_ns;
+	struct nfsl_prefix lan_net;
+	bool have_ip, have_lan, have_wan, have_net, have_exp, have_exp_ms;
+};
 
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (*s - '0');
-	}
-	if (v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* A.B.C.D/N into network-order address and mask; the address must have no
- * bits outside the prefix. Returns 0 or -1. */
-static int parse_prefix(const char *s, __be32 *net, __be32 *mask)
-{
-	char buf[32];
-	const char *slash = strchr(s, '/');
-	struct in_addr a;
-	__u64 len;
-
-	if (!slash || (size_t)(slash - s) >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, slash - s);
-	buf[slash - s] = 0;
-	if (inet_pton(AF_INET, buf, &a) != 1 || parse_num(slash + 1, 0, 32, &len))
-		return -1;
-	*mask = len ? htonl(~0u << (32 - len)) : 0;
-	if (a.s_addr & ~*mask)
-		return -1;
-	*net = a.s_addr;
-	return 0;
-}
-
-#define NAT_KEYS "ext_ip, start_port, expire, expire_ms, max_flows, lan, wan, lan_net"
+#define YEAR_S (86400ull * 365)
+#define KOFF(f) offsetof(struct nat_kv, f)
+#define KGIVEN(f) NFSL_GIVEN(struct nat_kv, f)
+/* lan= and wan= (index 5 and 6): their range is the datapath's devices. */
+#define DEV_BAD(key, or1, s, n) \
+	" is not a device index: give " key "=0" or1 " (the datapath has " #n " device" s ")"
+static const struct nfsl_opt nat_keys[] = {
+	{ "ext_ip", NFSL_OPT_IPADDR, KOFF(ext_ip), .af = AF_INET, .given = KGIVEN(have_ip),
+	  .bad = " is not an IPv4 address: give ext_ip=A.B.C.D, the WAN-side address "
+		 "translated flows leave from" },
+	{ "start_port", NFSL_OPT_U64, KOFF(start_port), 1, 65535,
+	  .bad = " is not a port: give start_port=1..65535, the first external port "
+		 "(default 1024)" },
+	{ "expire", NFSL_OPT_DURATION64, KOFF(expire_ns), NFSL_S, YEAR_S * NFSL_S,
+	  .unit = NFSL_NS, .bare = NFSL_S, .given = KGIVEN(have_exp),
+	  .bad = " is not a timeout: give a whole number of seconds from 1 to 31536000, or "
+		 "with a unit ms, s, m or h (default expire=10)" },
+	{ "expire_ms", NFSL_OPT_DURATION64, KOFF(expire_ms_ns), NFSL_MS, YEAR_S * NFSL_S,
+	  .unit = NFSL_NS, .bare = NFSL_MS, .given = KGIVEN(have_exp_ms),
+	  .bad = " is not a timeout: give a whole number of milliseconds from 1 to "
+		 "31536000000, or with a unit ms, s, m or h" },
+	{ "max_flows", NFSL_OPT_U64, KOFF(max_flows), 1, 65536,
+	  .bad = " is not a flow count: give max_flows=1..65536, per worker (default 65536)" },
+	{ "lan", NFSL_OPT_U64, KOFF(lan), 0, 1, .given = KGIVEN(have_lan) },
+	{ "wan", NFSL_OPT_U64, KOFF(wan), 0, 1, .given = KGIVEN(have_wan) },
+	{ "lan_net", NFSL_OPT_PREFIX, KOFF(lan_net), .af = AF_INET, .given = KGIVEN(have_net),
+	  .bad = " is not an IPv4 prefix: give lan_net=A.B.C.D/N with no host bits (default "
+		 "10.0.0.0/8)" },
+	{ NULL },
+};
 
 /* Parse @conf into @c. Returns 0 or -EINVAL with a message in @err. */
 static int nat_parse(struct nat_conf *c, const struct nfsl_nf_conf *conf, char *err,
 		     size_t errlen)
 {
-	bool have_ip = false, have_lan = false, have_wan = false, have_net = false;
-	bool have_exp = false;
-	__u64 v;
+	struct nfsl_opt keys[sizeof(nat_keys) / sizeof(nat_keys[0])];
+	struct nat_kv k = { .start_port = 1024, .max_flows = 65536, .wan = 1 };
+	bool two = conf->ndevs == 2;
 
 	*c = (struct nat_conf){
-		.start_port = 1024,
-		.max_flows = 65536,
-		.expire_ns = 10ull * 1000000000,
-		.lan = 0,
-		.wan = 1,
 		.ndevs = conf->ndevs,
+		/* One device: RFC 1918's 10/8 is the LAN unless lan_net says. */
+		.lan_net = htonl(0x0a000000),
+		.lan_mask = htonl(0xff000000),
 	};
-	/* One device: RFC 1918's 10/8 is the LAN unless lan_net says. */
-	parse_prefix("10.0.0.0/8", &c->lan_net, &c->lan_mask);
 	if (conf->ndevs < 1 || conf->ndevs > 2)
 		return conf_err(err, errlen, "runs on one or two devices, not %u", conf->ndevs);
-	for (const char *const *kv = conf->kv; kv && *kv; kv++) {
-		const char *eq = strchr(*kv, '='), *val;
-		size_t klen;
+	memcpy(keys, nat_keys, sizeof(keys));
+	keys[5].max = keys[6].max = conf->ndevs - 1;
+	keys[5].bad = two ? DEV_BAD("lan", " or 1", "s", 2) : DEV_BAD("lan", "", "", 1);
+	keys[6].bad = two ? DEV_BAD("wan", " or 1", "s", 2) : DEV_BAD("wan", "", "", 1);
+	if (nfsl_kv_parse(keys, conf->kv, &k, err, errlen))
+		return -EINVAL;
+	if (k.have_exp && k.have_exp_ms) {
+		const char *second = "";
 
-		if (!eq)
-			return conf_err(err, errlen, "'%s' is not KEY=VALUE: give one of %s",
-					*kv, NAT_KEYS);
-		klen = eq - *kv;
-		val = eq + 1;
-#define KEY(name) (klen == sizeof(name) - 1 && !strncmp(*kv, name, klen))
-		if (KEY("ext_ip")) {
-			struct in_addr a;
-
-			if (inet_pton(AF_INET, val, &a) != 1)
-				return conf_err(err, errlen,
-						"ext_ip=%s is not an IPv4 address: give ext_ip=A.B.C.D, the WAN-side address translated flows leave from",
-						val);
-			c->ext_ip = a.s_addr;
-			have_ip = true;
-		} else if (KEY("start_port")) {
-			if (parse_num(val, 1, 65535, &v))
-				return conf_err(err, errlen,
-						"start_port=%s is not a port: give start_port=1..65535, the first external port (default 1024)",
-						val);
-			c->start_port = v;
-		} else if (KEY("expire") || KEY("expire_ms")) {
-			bool ms = KEY("expire_ms");
-			__u64 max = ms ? 86400000ull * 365 : 86400ull * 365;
-
-			if (have_exp)
-				return conf_err(err, errlen,
-						"%.*s=%s: the timeout is already set; give expire=SECONDS or expire_ms=MS, once",
-						(int)klen, *kv, val);
-			if (parse_num(val, 1, max, &v))
-				return conf_err(err, errlen,
-						"%.*s=%s is not a timeout: give a whole number of %s from 1 to %llu (default expire=10)",
-						(int)klen, *kv, val, ms ? "milliseconds" : "seconds",
-						(unsigned long long)max);
-			c->expire_ns = v * (ms ? 1000000ull : 1000000000ull);
-			have_exp = true;
-		} else if (KEY("max_flows")) {
-			if (parse_num(val, 1, 65536, &v))
-				return conf_err(err, errlen,
-						"max_flows=%s is not a flow count: give max_flows=1..65536, per worker (default 65536)",
-						val);
-			c->max_flows = v;
-		} else if (KEY("lan") || KEY("wan")) {
-			bool lan = KEY("lan");
-
-			if (parse_num(val, 0, conf->ndevs - 1, &v))
-				return conf_err(err, errlen,
-						"%s=%s is not a device index: give %s=0%s (the datapath has %u device%s)",
-						lan ? "lan" : "wan", val, lan ? "lan" : "wan",
-						conf->ndevs == 2 ? " or 1" : "", conf->ndevs,
-						conf->ndevs == 2 ? "s" : "");
-			if (lan) {
-				c->lan = v;
-				have_lan = true;
-			} else {
-				c->wan = v;
-				have_wan = true;
-			}
-		} else if (KEY("lan_net")) {
-			if (parse_prefix(val, &c->lan_net, &c->lan_mask))
-				return conf_err(err, errlen,
-						"lan_net=%s is not an IPv4 prefix: give lan_net=A.B.C.D/N with no host bits (default 10.0.0.0/8)",
-						val);
-			have_net = true;
-		} else {
-			return conf_err(err, errlen, "unknown option '%.*s': the options are %s",
-					(int)klen, *kv, NAT_KEYS);
-		}
-#undef KEY
+		/* the last of the two given names the clash */
+		for (const char *const *kv = conf->kv; *kv; kv++)
+			if (!strncmp(*kv, "expire=", 7) || !strncmp(*kv, "expire_ms=", 10))
+				second = *kv;
+		return conf_err(err, errlen,
+				"%s: the timeout is already set; give expire=SECONDS or expire_ms=MS, once",
+				second);
 	}
-	if (!have_ip)
+	c->ext_ip = k.ext_ip.v4.s_addr;
+	c->start_port = k.start_port;
+	c->max_flows = k.max_flows;
+	c->lan = k.lan;
+	c->wan = k.wan;
+	c->expire_ns = k.have_exp ? k.expire_ns : k.have_exp_ms ? k.expire_ms_ns : 10 * NFSL_S;
+	if (k.have_net) {
+		c->lan_net = k.lan_net.addr.v4.s_addr;
+		c->lan_mask = k.lan_net.len ? htonl(~0u << (32 - k.lan_net.len)) : 0;
+	}
+	if (!k.have_ip)
 		return conf_err(err, errlen,
 				"ext_ip is required: give ext_ip=A.B.C.D, the WAN-side address translated flows leave from");
 	if (conf->ndevs == 2) {
-		if (have_net)
+		if (k.have_net)
 			return conf_err(err, errlen,
 					"lan_net applies to one device only: with two, the LAN is device lan=%u; drop lan_net",
 					c->lan);
 		/* Either side given alone makes the other the other device. */
-		if (have_lan && !have_wan)
+		if (k.have_lan && !k.have_wan)
 			c->wan = c->lan ^ 1;
-		else if (have_wan && !have_lan)
+		else if (k.have_wan && !k.have_lan)
 			c->lan = c->wan ^ 1;
 		if (c->lan == c->wan)
 			return conf_err(err, errlen,

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "nf/nfsl_nf_qos.h"
+#include "util/params.h"
+#include "util/value.h"
 #include "nfsl_consts.h"
 #include "nfsl_parse.h"
 #include "nfsl_hdr.h"
@@ -130,16 +132,17 @@ static int qos_meter_color(struct qos_meter *m, __u64 now, __u64 bytes)
  */
 static bool qos_parse_amount(const char *s, bool bits_ok, __u64 max, __u64 *v)
 {
-	__u64 x = 0, mul = 1;
-	const char *p = s;
+	size_t k = strspn(s, "0123456789");
+	__u64 x, mul = 1;
+	const char *p = s + k;
+	char num[24];
 
-	if (*p < '0' || *p > '9')
+	if (!k || k >= sizeof(num))
 		return false;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (x > (UINT64_MAX - 9) / 10)
-			return false;
-		x = x * 10 + (*p - '0');
-	}
+	memcpy(num, s, k);
+	num[k] = '\0';
+	if (nfsl_parse_u64(num, 0, UINT64_MAX, &x))
+		return false;
 	if (*p == 'k')
 		mul = 1000, p++;
 	else if (*p == 'M')
@@ -162,90 +165,80 @@ static bool qos_parse_amount(const char *s, bool bits_ok, __u64 max, __u64 *v)
 	return true;
 }
 
-static bool qos_parse_dscp(const char *s, __u8 *dscp)
+/* cir=: bytes/s, or bit/s with "bit"; > 0. */
+static int qos_cir(const char *arg, void *field)
 {
-	unsigned int x = 0;
-
-	if (!*s || strlen(s) > 2)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		x = x * 10 + (*s - '0');
-	}
-	if (x >= NFSL_DSCP_SLICED)
-		return false;
-	*dscp = x;
-	return true;
+	return qos_parse_amount(arg, true, NFSL_NF_QOS_MAX_CIR, field) && *(__u64 *)field ? 0
+												: -EINVAL;
 }
+
+/* cbs=, ebs=: bytes. */
+static int qos_burst_size(const char *arg, void *field)
+{
+	return qos_parse_amount(arg, false, NFSL_NF_QOS_MAX_BURST, field) ? 0 : -EINVAL;
+}
+
+/* The options as given. */
+struct qos_kv {
+	__u64 cir, cbs, ebs, yellow_dscp, red_dscp;
+	int red; /* index into red_modes[] */
+	bool have_cir, have_cbs, have_ebs;
+};
+
+static const char *const red_modes[] = { "drop", "mark", NULL };
+
+#define KOFF(f) offsetof(struct qos_kv, f)
+#define KGIVEN(f) NFSL_GIVEN(struct qos_kv, f)
+#define DSCP_BAD(key, def)                                                             \
+	": give a DSCP 0..62 (RFC 2474; 63 marks sliced packets and the splicer would " \
+	"restore the original), e.g. " key "=" #def
+_Static_assert(NFSL_NF_QOS_DEF_YELLOW_DSCP == 12 && NFSL_NF_QOS_DEF_RED_DSCP == 14,
+	       "DSCP_BAD's examples");
+static const struct nfsl_opt qos_keys[] = {
+	{ "cir", NFSL_OPT_CUSTOM, KOFF(cir), .parse = qos_cir, .metavar = "RATE",
+	  .given = KGIVEN(have_cir),
+	  .bad = ": give the committed information rate of IP bytes, 1..2^40 bytes/s: in "
+		 "bytes/s with k, M or G for 10^3, 10^6, 10^9 (e.g. cir=1250000 or cir=1250k), "
+		 "or in bit/s with 'bit', a multiple of 8 (e.g. cir=10Mbit)" },
+	{ "cbs", NFSL_OPT_CUSTOM, KOFF(cbs), .parse = qos_burst_size, .metavar = "BYTES",
+	  .given = KGIVEN(have_cbs),
+	  .bad = ": give the committed burst size in bytes, 0..2^32-1, with k, M or G for "
+		 "10^3, 10^6, 10^9 (e.g. cbs=15000 or cbs=15k); RFC 2697 wants at least the "
+		 "largest packet" },
+	{ "ebs", NFSL_OPT_CUSTOM, KOFF(ebs), .parse = qos_burst_size, .metavar = "BYTES",
+	  .given = KGIVEN(have_ebs),
+	  .bad = ": give the excess burst size in bytes, 0..2^32-1, with k, M or G for "
+		 "10^3, 10^6, 10^9 (e.g. ebs=15000 or ebs=15k); RFC 2697 wants at least the "
+		 "largest packet" },
+	{ "yellow_dscp", NFSL_OPT_U64, KOFF(yellow_dscp), 0, NFSL_DSCP_SLICED - 1,
+	  .metavar = "DSCP", .bad = DSCP_BAD("yellow_dscp", 12) },
+	{ "red", NFSL_OPT_ENUM, KOFF(red), .choices = red_modes, .metavar = "drop|mark",
+	  .bad = ": give red=drop (police) or red=mark (re-mark with red_dscp=)" },
+	{ "red_dscp", NFSL_OPT_U64, KOFF(red_dscp), 0, NFSL_DSCP_SLICED - 1,
+	  .metavar = "DSCP", .bad = DSCP_BAD("red_dscp", 14) },
+	{ NULL },
+};
 
 static int qos_opts(struct qos_shared *sh, const struct nfsl_nf_conf *conf, char *err,
 		    size_t errlen)
 {
-	bool have_cir = false, have_cbs = false, have_ebs = false;
+	struct qos_kv k = { .yellow_dscp = sh->yellow_dscp, .red_dscp = sh->red_dscp,
+			    .red = sh->red_mark };
 
-	for (const char *const *kv = conf->kv; kv && *kv; kv++) {
-		const char *eq = strchr(*kv, '='), *v;
-
-		if (!eq) {
-			snprintf(err, errlen, "'%s': options are KEY=VALUE, e.g. cir=10Mbit", *kv);
-			return -EINVAL;
-		}
-		v = eq + 1;
-		if (!strncmp(*kv, "cir=", 4)) {
-			if (!qos_parse_amount(v, true, NFSL_NF_QOS_MAX_CIR, &sh->cir) || !sh->cir) {
-				snprintf(err, errlen, "cir=%s: give the committed information rate "
-					 "of IP bytes, 1..2^40 bytes/s: in bytes/s with k, M or G for "
-					 "10^3, 10^6, 10^9 (e.g. cir=1250000 or cir=1250k), or in "
-					 "bit/s with 'bit', a multiple of 8 (e.g. cir=10Mbit)", v);
-				return -EINVAL;
-			}
-			have_cir = true;
-		} else if (!strncmp(*kv, "cbs=", 4) || !strncmp(*kv, "ebs=", 4)) {
-			bool c = (*kv)[0] == 'c';
-
-			if (!qos_parse_amount(v, false, NFSL_NF_QOS_MAX_BURST,
-					      c ? &sh->cbs : &sh->ebs)) {
-				snprintf(err, errlen, "%s: give the %s burst size in bytes, 0..2^32-1, "
-					 "with k, M or G for 10^3, 10^6, 10^9 (e.g. %s=15000 or "
-					 "%s=15k); RFC 2697 wants at least the largest packet",
-					 *kv, c ? "committed" : "excess", c ? "cbs" : "ebs",
-					 c ? "cbs" : "ebs");
-				return -EINVAL;
-			}
-			*(c ? &have_cbs : &have_ebs) = true;
-		} else if (!strncmp(*kv, "yellow_dscp=", 12) || !strncmp(*kv, "red_dscp=", 9)) {
-			bool y = (*kv)[0] == 'y';
-
-			if (!qos_parse_dscp(v, y ? &sh->yellow_dscp : &sh->red_dscp)) {
-				snprintf(err, errlen, "%s: give a DSCP 0..62 (RFC 2474; 63 marks sliced "
-					 "packets and the splicer would restore the original), "
-					 "e.g. %s=%d", *kv, y ? "yellow_dscp" : "red_dscp",
-					 y ? NFSL_NF_QOS_DEF_YELLOW_DSCP : NFSL_NF_QOS_DEF_RED_DSCP);
-				return -EINVAL;
-			}
-		} else if (!strncmp(*kv, "red=", 4)) {
-			if (!strcmp(v, "drop")) {
-				sh->red_mark = false;
-			} else if (!strcmp(v, "mark")) {
-				sh->red_mark = true;
-			} else {
-				snprintf(err, errlen, "red=%s: give red=drop (police) or red=mark "
-					 "(re-mark with red_dscp=)", v);
-				return -EINVAL;
-			}
-		} else {
-			snprintf(err, errlen, "unknown option '%s'; qos takes cir=, cbs=, ebs=, "
-				 "yellow_dscp=, red=drop|mark, red_dscp=", *kv);
-			return -EINVAL;
-		}
-	}
-	if (!have_cir || !have_cbs || !have_ebs) {
+	if (nfsl_kv_parse(qos_keys, conf->kv, &k, err, errlen))
+		return -EINVAL;
+	if (!k.have_cir || !k.have_cbs || !k.have_ebs) {
 		snprintf(err, errlen, "%s= is missing; qos needs cir= (bytes/s, or bit/s with "
 			 "'bit'), cbs= and ebs= (bytes), e.g. cir=10Mbit cbs=15000 ebs=30000",
-			 !have_cir ? "cir" : !have_cbs ? "cbs" : "ebs");
+			 !k.have_cir ? "cir" : !k.have_cbs ? "cbs" : "ebs");
 		return -EINVAL;
 	}
+	sh->cir = k.cir;
+	sh->cbs = k.cbs;
+	sh->ebs = k.ebs;
+	sh->yellow_dscp = k.yellow_dscp;
+	sh->red_dscp = k.red_dscp;
+	sh->red_mark = k.red == 1;
 	if (!sh->cbs && !sh->ebs) {
 		snprintf(err, errlen, "cbs=0 and ebs=0: every packet would be red; RFC 2697 "
 			 "wants at least one > 0, e.g. cbs=15000");

@@ -16,6 +16,7 @@
 
 #include "nfsl/cfg.h"
 #include "nfsl/tenant.h"
+#include "util/value.h"
 
 #define TEN_DEFAULT "default"
 
@@ -42,37 +43,24 @@ int nfsl_quota_parse(const char *v, struct nfsl_quota *q)
 	return 0;
 }
 
+/* ADDR/LEN (nfsl_parse_prefix: no host bits, -ERANGE) as the map's key:
+ * IPv4 as v4-mapped IPv6 (::ffff:0:0/96). */
 static int parse_prefix(const char *v, struct nfsl_tenant_pfx *k)
 {
-	char addr[INET6_ADDRSTRLEN + 1], *slash, *end;
-	unsigned long len;
-	bool v6;
+	struct nfsl_prefix p;
+	int rc = nfsl_parse_prefix(v, AF_UNSPEC, &p);
 
-	snprintf(addr, sizeof(addr), "%s", v);
-	slash = strchr(addr, '/');
-	if (!slash)
-		return -EINVAL;
-	*slash = '\0';
-	errno = 0;
-	len = strtoul(slash + 1, &end, 10);
-	if (end == slash + 1 || *end || errno)
-		return -EINVAL;
+	if (rc)
+		return rc == -ERANGE ? rc : -EINVAL;
 	memset(k, 0, sizeof(*k));
-	v6 = strchr(addr, ':');
-	if (v6) {
-		if (len > 128 || inet_pton(AF_INET6, addr, k->addr) != 1)
-			return -EINVAL;
-		k->prefixlen = len;
+	if (p.addr.af == AF_INET6) {
+		memcpy(k->addr, p.addr.b, 16);
+		k->prefixlen = p.len;
 	} else {
-		if (len > 32 || inet_pton(AF_INET, addr, k->addr + 12) != 1)
-			return -EINVAL;
+		memcpy(k->addr + 12, p.addr.b, 4);
 		k->addr[10] = k->addr[11] = 0xff;
-		k->prefixlen = 96 + len;
+		k->prefixlen = 96 + p.len;
 	}
-	/* Host bits must be zero: the file means what it says. */
-	for (__u32 b = k->prefixlen; b < 128; b++)
-		if (k->addr[b / 8] & (0x80 >> (b % 8)))
-			return -ERANGE;
 	return 0;
 }
 
@@ -92,8 +80,8 @@ static bool name_ok(const char *s)
 static int parse_kv(struct nfsl_tenant_spec *sp, __u32 t, char *kv, const char *path, int ln,
 		    char *err, size_t errlen)
 {
-	char *v = strchr(kv, '='), *end;
-	unsigned long x;
+	char *v = strchr(kv, '=');
+	__u64 x;
 	int rc;
 
 	if (!v) {
@@ -115,16 +103,14 @@ static int parse_kv(struct nfsl_tenant_spec *sp, __u32 t, char *kv, const char *
 		if (nfsl_quota_parse(v, &sp->t[t].min))
 			goto bad_quota;
 	} else if (!strcmp(kv, "weight")) {
-		errno = 0;
-		x = strtoul(v, &end, 10);
-		if (end == v || *end || errno || x < 1 || x > 1000) {
+		if (nfsl_parse_u64(v, 1, 1000, &x)) {
 			snprintf(err, errlen, "%s:%d: weight=%s: give an integer 1-1000", path, ln,
 				 v);
 			return -EINVAL;
 		}
 		sp->t[t].weight = x;
 	} else if (!strcmp(kv, "dev")) {
-		if (sp->ndevs >= NFSL_MAX_IFACES || strlen(v) >= IF_NAMESIZE || !*v) {
+		if (sp->ndevs >= NFSL_MAX_IFACES || nfsl_parse_ifname(v)) {
 			snprintf(err, errlen, "%s:%d: dev=%s: an interface name, at most %d "
 				 "dev= rules", path, ln, v, NFSL_MAX_IFACES);
 			return -EINVAL;
@@ -137,14 +123,13 @@ static int parse_kv(struct nfsl_tenant_spec *sp, __u32 t, char *kv, const char *
 		snprintf(sp->devs[sp->ndevs].name, IF_NAMESIZE, "%s", v);
 		sp->devs[sp->ndevs++].tenant = t;
 	} else if (!strcmp(kv, "vlan")) {
-		errno = 0;
-		x = strtoul(v, &end, 10);
-		if (end == v || *end || errno || x < 1 || x > 4094) {
+		if (nfsl_parse_u64(v, 1, 4094, &x)) {
 			snprintf(err, errlen, "%s:%d: vlan=%s: give a VLAN ID 1-4094", path, ln, v);
 			return -EINVAL;
 		}
 		if (sp->vlan[x]) {
-			snprintf(err, errlen, "%s:%d: vlan=%lu is given twice", path, ln, x);
+			snprintf(err, errlen, "%s:%d: vlan=%llu is given twice", path, ln,
+				 (unsigned long long)x);
 			return -EINVAL;
 		}
 		sp->vlan[x] = t + 1;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/params.h"
+#include "util/value.h"
 #include "util/version.h"
 
 /* Is @cmd the program itself (nfslice-pktgen), not a subcommand? */
@@ -76,7 +77,10 @@ static void man_synopsis(FILE *f, const char *prog, const struct nfsl_cmd *cmd)
 static void man_options(FILE *f, const struct nfsl_cmd *cmd)
 {
 	for (const struct nfsl_opt *o = cmd->opts; o && o->name; o++) {
-		fputs(".TP\n\\fB\\-\\-", f);
+		fputs(".TP\n", f);
+		if (o->short_name)
+			fprintf(f, "\\fB\\-%c\\fR, ", o->short_name);
+		fputs("\\fB\\-\\-", f);
 		roff_inline(f, o->name);
 		fputs("\\fR", f);
 		if (o->metavar && o->type != NFSL_OPT_FLAG) {
@@ -86,6 +90,12 @@ static void man_options(FILE *f, const struct nfsl_cmd *cmd)
 		}
 		fputc('\n', f);
 		roff(f, o->help);
+		if (o->type == NFSL_OPT_DURATION || o->type == NFSL_OPT_DURATION64) {
+			fprintf(f, ".br\nA duration: N (%s), or N with a unit ns, us, ms, s, m or h, "
+				   "e.g. 2s.\n", nfsl_unit_name(o->unit));
+		}
+		if (o->required)
+			fputs(".br\nRequired.\n", f);
 	}
 	fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow the usage and the options\n", f);
 	if (cmd->prog)
@@ -199,6 +209,15 @@ static const char *comp_words(const char *what)
 	return NULL;
 }
 
+/* The words bash offers for option @o's value: interface names for an
+ * NFSL_OPT_IFNAME, else by its metavar. */
+static const char *comp_words_of(const struct nfsl_opt *o)
+{
+	if (o->type == NFSL_OPT_IFNAME)
+		return comp_words("IFACE");
+	return comp_words(o->metavar);
+}
+
 /* The completion of one command's words: option values, options, arguments. */
 static void comp_cmd(FILE *f, const struct nfsl_cmd *cmd, const char *in)
 {
@@ -212,17 +231,22 @@ static void comp_cmd(FILE *f, const struct nfsl_cmd *cmd, const char *in)
 			for (int i = 0; o->choices[i]; i++)
 				fprintf(f, "%s%s", i ? " " : "", o->choices[i]);
 			fprintf(f, "\" -- \"$cur\"))\n%s\treturn ;;\n", in);
-		} else if (o->type != NFSL_OPT_FLAG && comp_words(o->metavar)) {
-			fprintf(f, "%s--%s)\n%s\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n%s\treturn ;;\n",
-				in, o->name, in, comp_words(o->metavar), in);
+		} else if (o->type != NFSL_OPT_FLAG && comp_words_of(o)) {
+			fprintf(f, "%s--%s", in, o->name);
+			if (o->short_name)
+				fprintf(f, "|-%c", o->short_name);
+			fprintf(f, ")\n%s\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n%s\treturn ;;\n",
+				in, comp_words_of(o), in);
 		}
 	}
 	/* Values nothing can be offered for: numbers, names, addresses. */
 	for (o = cmd->opts; o && o->name; o++) {
 		if (o->type == NFSL_OPT_FLAG || o->type == NFSL_OPT_ENUM ||
-		    comp_words(o->metavar))
+		    comp_words_of(o))
 			continue;
 		fprintf(f, "%s--%s", any ? "|" : in, o->name);
+		if (o->short_name)
+			fprintf(f, "|-%c", o->short_name);
 		any = true;
 	}
 	if (any)
@@ -235,8 +259,11 @@ static void comp_cmd(FILE *f, const struct nfsl_cmd *cmd, const char *in)
 	if (cmd->max_args && comp_words(cmd->args))
 		fprintf(f, "%sif [[ $cur == -* ]]; then\n\t", in);
 	fprintf(f, "%sCOMPREPLY=($(compgen -W \"", in);
-	for (o = cmd->opts; o && o->name; o++)
+	for (o = cmd->opts; o && o->name; o++) {
+		if (o->short_name)
+			fprintf(f, "-%c ", o->short_name);
 		fprintf(f, "--%s ", o->name);
+	}
 	fputs(cmd->prog ? "--help --version\" -- \"$cur\"))\n" : "--help\" -- \"$cur\"))\n", f);
 	if (cmd->max_args && comp_words(cmd->args))
 		fprintf(f, "%selse\n%s\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n%sfi\n", in, in,

@@ -3,12 +3,14 @@
  * Man pages and bash completion from the same tables: gendoc.c. */
 #include <errno.h>
 #include <getopt.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/cli.h"
 #include "util/params.h"
+#include "util/value.h"
 #include "util/version.h"
 
 /* "nfslice attach" for a subcommand, else the program's own name. */
@@ -34,65 +36,24 @@ static size_t nr_opts(const struct nfsl_cmd *cmd)
 static int set_opt(const struct nfsl_cmd *cmd, const struct nfsl_opt *o,
 		   void *opts, const char *arg)
 {
-	char *field = (char *)opts + o->off, *end;
-	unsigned long long v;
+	char why[256];
 
-	switch (o->type) {
-	case NFSL_OPT_STR: {
-		const char *why = o->check ? o->check(arg) : NULL;
-
-		if (why) {
-			nfsl_msg("", "%s: --%s '%s' is not valid: %s", label(cmd), o->name, arg,
-				 why);
-			return -EINVAL;
-		}
-		*(const char **)field = arg;
-		return 0;
-	}
-	case NFSL_OPT_FLAG:
-		*(bool *)field = true;
-		return 0;
-	case NFSL_OPT_U32:
-		/* Decimal digits only: strtoull would take a sign, blanks,
-		 * and with base 0 read "010" as 8 and "0x100" as 256. */
-		errno = 0;
-		v = strtoull(arg, &end, 10);
-		if (errno || end == arg || *end || arg[strspn(arg, "0123456789")] ||
-		    v < o->min || v > o->max) {
-			nfsl_msg("", "%s: --%s '%s' is not valid: give a whole number of %s "
-				 "from %u to %u, in decimal digits", label(cmd), o->name, arg,
-				 o->metavar, o->min, o->max);
-			return -EINVAL;
-		}
-		*(__u32 *)field = (__u32)v;
-		return 0;
-	case NFSL_OPT_ENUM: {
-		char list[256];
-		size_t used = 0;
-
-		for (int i = 0; o->choices[i]; i++) {
-			if (!strcmp(arg, o->choices[i])) {
-				*(int *)field = i;
-				return 0;
-			}
-		}
-		list[0] = '\0';
-		for (int i = 0; o->choices[i] && used < sizeof(list); i++)
-			used += snprintf(list + used, sizeof(list) - used, "%s %s",
-					 i ? "," : "", o->choices[i]);
-		nfsl_msg("", "%s: --%s '%s' is not valid: choose one of%s",
-			 label(cmd), o->name, arg, list);
+	if (nfsl_opt_value(o, (char *)opts + o->off, arg, why, sizeof(why))) {
+		nfsl_msg("", "%s: --%s '%s' is not valid: %s", label(cmd), o->name, arg, why);
 		return -EINVAL;
 	}
-	}
-	return -EINVAL;
+	if (o->given)
+		*(bool *)((char *)opts + o->given - 1) = true;
+	return 0;
 }
 
 int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		   void *opts, int *first)
 {
 	struct option lopts[NFSL_MAX_OPTS + 5] = {};
-	size_t n = nr_opts(cmd);
+	char sopts[3 * NFSL_MAX_OPTS + 4] = ":h";
+	bool given[NFSL_MAX_OPTS] = {};
+	size_t n = nr_opts(cmd), ns = 2;
 	unsigned int npos;
 	int c, idx;
 
@@ -107,7 +68,14 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		lopts[i].has_arg = cmd->opts[i].type == NFSL_OPT_FLAG ? no_argument
 								       : required_argument;
 		lopts[i].val = 256 + (int)i;
+		if (cmd->opts[i].short_name) {
+			sopts[ns++] = cmd->opts[i].short_name;
+			if (cmd->opts[i].type != NFSL_OPT_FLAG)
+				sopts[ns++] = ':';
+		}
 	}
+	if (cmd->prog)
+		sopts[ns++] = 'V';
 	lopts[n].name = "help";
 	lopts[n].val = 'h';
 	if (cmd->prog) {
@@ -119,7 +87,10 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, cmd->prog ? ":hV" : ":h", lopts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, sopts, lopts, &idx)) != -1) {
+		for (size_t i = 0; c > 0 && c < 256 && i < n; i++)
+			if (cmd->opts[i].short_name == c)
+				c = 256 + (int)i;
 		if (c == 'h') {
 			nfsl_cmd_help(cmd, stdout);
 			return 1;
@@ -145,16 +116,34 @@ int nfsl_cmd_parse(const struct nfsl_cmd *cmd, int argc, char **argv,
 		if (c >= 256 && c < 256 + (int)n) {
 			if (set_opt(cmd, &cmd->opts[c - 256], opts, optarg))
 				return -EINVAL;
+			given[c - 256] = true;
 			continue;
 		}
-		if (c == ':')
+		/* A short option's name is optopt, not the whole word
+		 * ("-xv" holds -x and -v). */
+		if (c == ':' && optopt && optopt < 256)
+			nfsl_msg("", "%s: option -%c needs a value", label(cmd), optopt);
+		else if (c == ':')
 			nfsl_msg("", "%s: option %s needs a value", label(cmd),
 				 argv[optind - 1]);
+		else if (optopt && optopt < 256)
+			nfsl_msg("", "%s: unknown option '-%c'", label(cmd), optopt);
 		else
 			nfsl_msg("", "%s: unknown option '%s'", label(cmd),
 				 argv[optind - 1]);
 		nfsl_msg("", "See '%s --help'.", label(cmd));
 		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct nfsl_opt *o = &cmd->opts[i];
+
+		if (o->required && !given[i]) {
+			nfsl_msg("", "%s: --%s%s%s is required", label(cmd), o->name,
+				 o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
+				 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
+			nfsl_msg("", "See '%s --help'.", label(cmd));
+			return -EINVAL;
+		}
 	}
 	/* getopt_long permuted the positional arguments to the end. */
 	*first = optind;
@@ -185,9 +174,11 @@ void nfsl_cmd_help(const struct nfsl_cmd *cmd, FILE *f)
 		cmd->summary, cmd->description);
 	for (size_t i = 0; i < n; i++) {
 		const struct nfsl_opt *o = &cmd->opts[i];
-		char left[64];
+		char left[64], sh[8] = "";
 
-		snprintf(left, sizeof(left), "--%s%s%s", o->name,
+		if (o->short_name)
+			snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
+		snprintf(left, sizeof(left), "%s--%s%s%s", sh, o->name,
 			 o->metavar && o->type != NFSL_OPT_FLAG ? " " : "",
 			 o->metavar && o->type != NFSL_OPT_FLAG ? o->metavar : "");
 		fprintf(f, "  %-24s %s\n", left, o->help);
