@@ -21,11 +21,16 @@ leftovers() lists what this run left behind; conftest.py checks it at the
 end of the session.
 """
 import atexit
+import ctypes
+import errno
 import json
 import os
+import pickle
 import re
 import secrets
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -133,10 +138,8 @@ def remove_leftovers():
     pins and the namespace go."""
     for ns in run_namespaces():
         try:
-            cookie = int(subprocess.run(
-                ["ip", "netns", "exec", ns, PY, "-c", COOKIE_PY],
-                capture_output=True, text=True, timeout=30).stdout)
-        except (ValueError, subprocess.TimeoutExpired):
+            cookie = netns_cookie_of(ns)
+        except AssertionError:
             cookie = None
         d = BPFFS / "nfslice" / f"ns{cookie}"
         if cookie is not None and d.is_dir():
@@ -155,35 +158,141 @@ def remove_leftovers():
         p.unlink(missing_ok=True)
 
 
-# Prints the SO_NETNS_COOKIE of the namespace it runs in: the name of its
-# nfslice pin directory.
-COOKIE_PY = ("import socket, struct; "
-             "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-             "print(struct.unpack('Q', s.getsockopt("
-             "socket.SOL_SOCKET, 71, 8))[0])")
+_LIBC = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def in_netns(ns, fn, *args):
+    """FN(*ARGS) run in network namespace NS (/run/netns/NS); its result.
+
+    A forked child of this process enters NS (setns(2)) and sends back the
+    pickled result: what `ip netns exec NS python3 -c ...` gives for code
+    that needs only the network namespace (sockets, ifindexes, bpf(2) by
+    ifindex), without starting an interpreter (~150 ms each on a loaded
+    2-vCPU host). Raises AssertionError naming NS and FN's exception.
+    """
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:    # the child: never returns into pytest
+        try:
+            os.close(r)
+            fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
+            if _LIBC.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns {ns}")
+            res = (True, fn(*args))
+        except BaseException as e:      # noqa: B036 (reported, not lost)
+            res = (False, f"{type(e).__name__}: {e}")
+        try:
+            with os.fdopen(w, "wb") as f:
+                pickle.dump(res, f)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    ok, val = pickle.loads(data) if data else (False, "child died")
+    assert ok, f"in namespace {ns}: {fn.__name__}: {val}"
+    return val
+
+
+def _netns_cookie():
+    """SO_NETNS_COOKIE of the current network namespace."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        return struct.unpack("Q", s.getsockopt(socket.SOL_SOCKET, 71, 8))[0]
+
+
+def netns_cookie_of(ns):
+    """SO_NETNS_COOKIE of namespace NS: names its nfslice pin directory."""
+    return in_netns(ns, _netns_cookie)
+
+
+# tcpdump's options for the suite's captures of COUNT frames
+# (capture_opts()). libpcap's TPACKET_V3 hands a block of packets over only
+# when it is full or its 1 s timeout ends, so a capture of a few dozen
+# frames would take that second to finish; immediate mode takes TPACKET_V2,
+# whose ring has one slot per snapshot length (on a veth with offloads,
+# 64 KiB: 32 slots in tcpdump's 2 MiB), and a tcpdump kept off the CPU for
+# a moment would lose what does not fit. The rigs' frames are at most
+# 1514 B (nfpkt.read_pcap fails on a truncated one): 2 KiB snapshots, and
+# 8 KiB of buffer per frame expected (4 MiB at least), room for them all.
+CAPTURE_SNAPLEN = 2048
+
+
+def capture_opts(count):
+    """tcpdump options (immediate mode, snapshot length, buffer size) for a
+    capture of COUNT frames: every frame handed over at once, none lost to
+    a full ring (CAPTURE_SNAPLEN)."""
+    return ("--immediate-mode", "-s", str(CAPTURE_SNAPLEN),
+            "-B", str(max(4096, 8 * int(count))))
+
+
+# Seconds between two frames of packet_send() (sleep's own overhead comes
+# on top): about scapy's sendp's own pace, which the tests were written for
+# (a burst toward one store part wraps it only as fast as its NF sends the
+# headers back, test_nf.two_servers_run).
+PACE_S = 1e-3
+
+
+def packet_send(iface, frames):
+    """Send FRAMES, (cpu, bytes) pairs, out of IFACE of the current
+    namespace, in order, ~PACE_S apart, each from its CPU (None: any), on
+    an AF_PACKET socket: what scapy's sendp does, without its import. Run
+    it in the sending namespace with in_netns(). A frame the device drops
+    (ENOBUFS) is sent again. Returns {"sent": N, "retries": R}; raises
+    OSError, or RuntimeError for a frame dropped 1000 times."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((iface, 0))
+    cur, sent, retries = None, 0, 0
+    for cpu, frame in frames:
+        if cpu is not None and cpu >= 0 and cpu != cur:
+            os.sched_setaffinity(0, {cpu})    # moves this thread at once
+            cur = cpu
+        for _ in range(1000):
+            try:
+                s.send(frame)
+                break
+            except OSError as e:
+                if e.errno != errno.ENOBUFS:
+                    raise
+                retries += 1
+                time.sleep(0.001)
+        else:
+            raise RuntimeError(f"{iface}: frame {sent} dropped 1000 times "
+                               "(ENOBUFS)")
+        sent += 1
+        time.sleep(PACE_S)
+    s.close()
+    return {"sent": sent, "retries": retries}
+
 
 # The TCX egress programs of a device (Linux >= 6.6), and removing one by
 # hand, through the bpf(2) syscall: bpftool 7.1 and tc do not know TCX.
-# argv: DEV [PROG_ID to detach]; prints the ids attached (before a detach).
-TCX_PY = r"""
-import ctypes, socket, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def bpf(cmd, attr):
+# Run in the device's namespace (in_netns).
+def _bpf(cmd, attr):
     buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(321, cmd, buf, 128)
+    r = _LIBC.syscall(321, cmd, buf, 128)
     if r < 0:
         raise OSError(ctypes.get_errno(), f"bpf({cmd})")
     return r, buf.raw
-ifindex, TCX_EGRESS = socket.if_nametoindex(sys.argv[1]), 47
-ids = (ctypes.c_uint32 * 64)()
-_, out = bpf(16, struct.pack("IIIIQI", ifindex, TCX_EGRESS, 0, 0,
-                              ctypes.addressof(ids), 64))    # BPF_PROG_QUERY
-n = struct.unpack_from("I", out, 24)[0]
-print(" ".join(str(ids[i]) for i in range(n)))
-if len(sys.argv) > 2:
-    fd, _ = bpf(13, struct.pack("I", int(sys.argv[2])))     # GET_FD_BY_ID
-    bpf(9, struct.pack("III", ifindex, fd, TCX_EGRESS))     # BPF_PROG_DETACH
-"""
+
+
+def _tcx(dev, prog_id=None):
+    """Ids of DEV's TCX egress programs (before a detach of PROG_ID)."""
+    ifindex, tcx_egress = socket.if_nametoindex(dev), 47
+    ids = (ctypes.c_uint32 * 64)()
+    _, out = _bpf(16, struct.pack("IIIIQI", ifindex, tcx_egress, 0, 0,
+                                  ctypes.addressof(ids), 64))  # PROG_QUERY
+    n = struct.unpack_from("I", out, 24)[0]
+    found = [ids[i] for i in range(n)]
+    if prog_id is not None:
+        fd, _ = _bpf(13, struct.pack("I", prog_id))         # GET_FD_BY_ID
+        try:
+            _bpf(9, struct.pack("III", ifindex, fd, tcx_egress))  # DETACH
+        finally:
+            os.close(fd)
+    return found
+
 
 # Fixed MAC addresses for the rig's veths (locally administered, unicast).
 # rig.sh leaves the kernel's random ones; the equivalence tests compare whole
@@ -321,7 +430,7 @@ class AssertTopo(nfsltopo.Topo):
 
     def netns_cookie(self, where):
         """SO_NETNS_COOKIE of namespace WHERE: names its nfslice pin dir."""
-        return int(self.check(where, PY, "-c", COOKIE_PY))
+        return netns_cookie_of(self.ns(where))
 
     def check(self, role, *args, timeout=None, env=None):
         """Run ARGS in ROLE's namespace, assert exit 0, return stdout."""
@@ -435,12 +544,11 @@ class Rig(AssertTopo):
 
     def tcx_egress(self, where, dev):
         """Ids of the TCX egress programs of DEV in WHERE."""
-        return [int(x) for x in self.check(where, PY, "-c", TCX_PY,
-                                           dev).split()]
+        return in_netns(self.ns(where), _tcx, dev)
 
     def tcx_detach(self, where, dev, prog_id):
         """Remove TCX egress program PROG_ID from DEV by hand."""
-        self.check(where, PY, "-c", TCX_PY, dev, str(prog_id))
+        in_netns(self.ns(where), _tcx, dev, int(prog_id))
 
     def pin_dir(self, name, where="dut"):
         """Where domain NAME of namespace WHERE keeps its pins."""

@@ -42,8 +42,8 @@ import nftap
 from nfload import (FILE_BYTES, HTTP_PORT, NFSLICED, PORT, RAW_SEND, RECV,
                     SEND, SIZE, Daemon, finish, pcap_frames, scrape,
                     udp_endpoints)
-from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll,
-                   run, settle)
+from nfrig import (BPFFS, COUNTERS, NFSLICE, PY, capture_opts, describe,
+                   must, name, netns_cookie_of, poll, run, settle)
 
 DOMAIN = "mgr"
 
@@ -217,10 +217,7 @@ def test_gc_removes_gone_namespace(tmp_path):
         must(run(["ip", "-n", ns, "link", "set", "g0", "up"]))
         must(run(["ip", "netns", "exec", ns, NFSLICE, "attach", "--name",
                   "gone", "g0"]))
-        cookie = int(must(run(["ip", "netns", "exec", ns, PY, "-c",
-                               "import socket; s = socket.socket(); print("
-                               "int.from_bytes(s.getsockopt(socket."
-                               "SOL_SOCKET, 71, 8), 'little'))"])))
+        cookie = netns_cookie_of(ns)
         pins = BPFFS / "nfslice" / f"ns{cookie}" / "gone"
         assert pins.is_dir()
         must(run(["ip", "netns", "del", ns]))
@@ -477,9 +474,9 @@ def test_checkpoint_restore(rig, tmp_path):
     # headers re-sent by a raw socket carry a final checksum.
     must(rig.exec("cli", "ethtool", "-K", "cli0", "tx", "off"))
     pcap = tmp_path / "sliced.pcap"
-    dump = rig.spawn("dut", "tcpdump", "-i", "dut0", "-U", "-w", pcap, "-c",
-                     CKPT_N, "-Q", "in", f"udp dst port {CKPT_PORT}",
-                     stderr=subprocess.PIPE)
+    dump = rig.spawn("dut", "tcpdump", *capture_opts(CKPT_N), "-i", "dut0",
+                     "-U", "-w", pcap, "-c", CKPT_N, "-Q", "in",
+                     f"udp dst port {CKPT_PORT}", stderr=subprocess.PIPE)
     try:
         poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
              "tcpdump listening")
