@@ -10,11 +10,10 @@ and removes it.
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from nfrig import ROOT, must, name, run
+from nfrig import ROOT, must, name, poll, run
 
 sys.path.insert(0, str(ROOT / "bench"))
 import latlib  # noqa: E402
@@ -73,8 +72,12 @@ def test_stamped_frames_timed_and_verified(veths):
         gen(40000, 2000)              # measuring stream
         gen(1024, 500, stamp=False)   # other traffic
         gen(40000, 300, size=60)      # small measuring frames
-        time.sleep(0.2)
-        d = latlib.snap_diff(a, sink.snapshot())
+
+        def all_in():       # every one of the 2800 frames counted
+            d = latlib.snap_diff(a, sink.snapshot())
+            st = d["stats"]
+            return d if st["packets"] + st["other"] >= 2800 else None
+        d = poll(all_in, 5, "2800 frames at the sink")
     s = d["stats"]
     assert s["packets"] == 2300 and s["stamped"] == 2300
     assert s["csum_ok"] == 2300 and s["csum_bad"] == 0
