@@ -52,11 +52,7 @@ class Lab:
             self.names[role] = name
             self.host("ip", "netns", "add", name)
             self.ip(role, "link", "set", "lo", "up")
-            self.cookies[role] = int(self.exec(role, PY, "-c", (
-                "import socket, struct; "
-                "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-                "print(struct.unpack('Q', s.getsockopt(socket.SOL_SOCKET, "
-                "71, 8))[0])")).stdout)
+            self.cookies[role] = self.nfrig.netns_cookie_of(name)
             # The session's end-of-run check looks for this run's pins.
             getattr(self.nfrig, "COOKIES", set()).add(self.cookies[role])
         return self

@@ -3,8 +3,8 @@
 
 Frames are built with scapy in the test process (deterministic: fixed
 addresses, MACs, ports, sequence numbers and seeded payloads), written to a
-pcap file, and sent on a rig veth by this same file run as a script inside
-the sending namespace (`python3 nfpkt.py send IFACE PCAP`, scapy sendp).
+pcap file, and sent on a rig veth from inside the sending namespace
+(send(): nfsl.netns.packet_send, an AF_PACKET socket, as scapy's sendp).
 tcpdump captures what arrives on the far veth. The frames are then read back
 as bytes and checked with a small parser of our own, independent of the
 code under test and of scapy's dissectors.
@@ -13,17 +13,16 @@ import random
 import socket
 import struct
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-if __name__ != "__main__":
-    from scapy.layers.inet import IP, TCP, UDP
-    from scapy.layers.inet6 import IPv6
-    from scapy.layers.l2 import Ether
-    from scapy.packet import Raw
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
-    from nfsl.rig import MACS, PY, poll
+from nfsl.netns import capture_opts, in_netns, packet_send
+from nfsl.rig import MACS, poll
 
 THRESHOLD = 256   # nfslice attach default --threshold (frame bytes)
 TOKEN_LEN = 16    # bytes a sliced packet carries (include/nfsl_consts.h)
@@ -299,10 +298,13 @@ def predict(frames, threshold=THRESHOLD, keep=0):
 
 # ------------------------------------------------------ send / capture --
 def send(rig, where, iface, frames, path):
-    """Send FRAMES on IFACE of namespace WHERE with scapy sendp."""
+    """Send FRAMES on IFACE of namespace WHERE, in order, ~PACE_S apart
+    (nfsl.netns.packet_send: an AF_PACKET socket, as scapy's sendp); PATH
+    keeps them as a pcap file. Raises AssertionError if not all went."""
     write_pcap(path, frames)
-    rig.check(where, PY, Path(__file__).resolve(), "send", iface, path,
-              timeout=60)
+    res = in_netns(rig.ns(where), packet_send, iface,
+                   [(None, bytes(f)) for f in frames])
+    assert res["sent"] == len(frames), res
 
 
 class Capture:
@@ -312,7 +314,8 @@ class Capture:
     arrived; finish() waits a bounded time for that, so a lost packet fails
     the test after the timeout instead of hanging it. -U writes every packet
     at once, -Z root keeps it writing into the root-owned temp dir, -Q in
-    ignores what the namespace itself sends.
+    ignores what the namespace itself sends; capture_opts() hands every
+    frame over at once (immediate mode), none lost.
     """
 
     def __init__(self, rig, where, iface, count, path, bpf="udp or tcp"):
@@ -326,7 +329,8 @@ class Capture:
         """Start tcpdump and wait until it is listening."""
         with open(self.err, "wb") as err:
             self.proc = self.rig.spawn(
-                self.where, "tcpdump", "-Z", "root", "-U", "-n", "-i",
+                self.where, "tcpdump", *capture_opts(self.count),
+                "-Z", "root", "-U", "-n", "-i",
                 self.iface, "-Q", "in", "-c", self.count, "-w", self.path,
                 self.bpf, stderr=err)
 
@@ -402,15 +406,3 @@ def assert_delivered(sent, got, what):
             (ps.v6, ps.proto, ps.dport, ps.dscp, ps.payload), \
             f"{what}: packet {i} ({len(s)} B {ps.proto}) arrived changed"
 
-
-# --------------------------------------------------------------- script --
-def _main(argv):
-    """`nfpkt.py send IFACE PCAP`: scapy sendp of every frame, in order."""
-    if len(argv) != 4 or argv[1] != "send":
-        sys.exit("usage: nfpkt.py send IFACE PCAP")
-    from scapy.all import rdpcap, sendp
-    sendp(rdpcap(argv[3]), iface=argv[2], verbose=False)
-
-
-if __name__ == "__main__":
-    _main(sys.argv)

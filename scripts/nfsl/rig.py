@@ -26,15 +26,20 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from nfsl import libbpf
 from nfsl import topo as nfsltopo
 # The counters `nfslice stats --json` reports (COUNTERS, struct order, then
 # MGR_COUNTERS), from include/nfsl_structs.h's X-macros.
 from nfsl.counters import COUNTERS, MGR_COUNTERS  # noqa: F401
+# The tests reach these through the rig module too.
+from nfsl.netns import (NETNS_DIR, PACE_S, capture_opts,  # noqa: F401
+                        in_netns, netns_cookie_of, packet_send)
 # NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
 from nfsl.topo import NFSLICE, ROOT  # noqa: F401 (the tests import them)
 
@@ -42,7 +47,6 @@ RIG_SH = nfsltopo.topo_script("rig")
 # Debian's pytest and scapy live with this interpreter (docs/platform.md).
 PY = "/usr/bin/python3"
 BPFFS = Path("/sys/fs/bpf")
-NETNS_DIR = Path("/run/netns")
 # Where the topology scripts keep what `up` saved (topo_common.sh).
 TOPO_STATE_DIR = Path("/run/nfslice-topo")
 
@@ -146,10 +150,8 @@ def remove_leftovers():
     pins and the namespace go."""
     for ns in run_namespaces():
         try:
-            cookie = int(subprocess.run(
-                ["ip", "netns", "exec", ns, PY, "-c", COOKIE_PY],
-                capture_output=True, text=True, timeout=30).stdout)
-        except (ValueError, subprocess.TimeoutExpired):
+            cookie = netns_cookie_of(ns)
+        except AssertionError:
             cookie = None
         d = BPFFS / "nfslice" / f"ns{cookie}"
         if cookie is not None and d.is_dir():
@@ -168,12 +170,15 @@ def remove_leftovers():
         p.unlink(missing_ok=True)
 
 
-# Prints the SO_NETNS_COOKIE of the namespace it runs in: the name of its
-# nfslice pin directory.
-COOKIE_PY = ("import socket, struct; "
-             "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-             "print(struct.unpack('Q', s.getsockopt("
-             "socket.SOL_SOCKET, 71, 8))[0])")
+def _tcx_egress(dev, prog_id=None):
+    """Ids of DEV's TCX egress programs (nfsl.libbpf), then PROG_ID, if
+    given, detached from it; run in DEV's namespace with in_netns()."""
+    ifindex = socket.if_nametoindex(dev)
+    ids = libbpf.tcx_egress(ifindex)
+    if prog_id is not None:
+        libbpf.tcx_detach(ifindex, prog_id)
+    return ids
+
 
 # Fixed MAC addresses for the rig's veths (locally administered, unicast).
 # rig.sh leaves the kernel's random ones; the equivalence tests compare whole
@@ -295,7 +300,7 @@ class AssertTopo(nfsltopo.Topo):
 
     def netns_cookie(self, where):
         """SO_NETNS_COOKIE of namespace WHERE: names its nfslice pin dir."""
-        return int(self.check(where, PY, "-c", COOKIE_PY))
+        return netns_cookie_of(self.ns(where))
 
     def check(self, role, *args, timeout=None, env=None):
         """Run ARGS in ROLE's namespace, assert exit 0, return stdout."""
@@ -409,13 +414,11 @@ class Rig(AssertTopo):
 
     def tcx_egress(self, where, dev):
         """Ids of the TCX egress programs of DEV in WHERE."""
-        return [int(x) for x in self.check(where, PY, "-m", "nfsl.libbpf",
-                                           "tcx-egress", dev).split()]
+        return in_netns(self.ns(where), _tcx_egress, dev)
 
     def tcx_detach(self, where, dev, prog_id):
         """Remove TCX egress program PROG_ID from DEV by hand."""
-        self.check(where, PY, "-m", "nfsl.libbpf", "tcx-egress", dev,
-                   str(prog_id))
+        in_netns(self.ns(where), _tcx_egress, dev, int(prog_id))
 
     def pin_dir(self, name, where="dut"):
         """Where domain NAME of namespace WHERE keeps its pins."""

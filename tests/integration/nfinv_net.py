@@ -214,12 +214,7 @@ class Net:
 
     def cookie(self, role):
         """SO_NETNS_COOKIE of ROLE's namespace (its nfslice pin dir)."""
-        out = self.sh(role, PY, "-c",
-                      "import socket, struct; "
-                      "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-                      "print(struct.unpack('Q', s.getsockopt("
-                      "socket.SOL_SOCKET, 71, 8))[0])").stdout
-        return int(out)
+        return nfrig.netns_cookie_of(self.ns(role))
 
     def programs(self, role, dev):
         """(XDP attachment or None, egress tc filters) of DEV."""

@@ -26,7 +26,7 @@ import subprocess
 import urllib.request
 
 from nfsl import tap as nftap
-from nfsl.rig import PY, ROOT, poll
+from nfsl.rig import PY, ROOT, capture_opts, poll
 from nfsl.topo import start_process, stop_process
 
 NFSLICED = str(ROOT / "build" / "nfsliced")
@@ -181,8 +181,9 @@ def hold_headers(lab, tmp_path, port, n):
         "  }\n"
         "}\n"))
     pcap = tmp_path / "held.pcap"
-    dump = lab.spawn("dut", "tcpdump", "-i", "d0", "-U", "-w", str(pcap),
-                     "-c", str(n), "-Q", "in", f"udp dst port {port}")
+    dump = lab.spawn("dut", "tcpdump", *capture_opts(n), "-i", "d0", "-U",
+                     "-w", str(pcap), "-c", str(n), "-Q", "in",
+                     f"udp dst port {port}")
     poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
          "tcpdump listening")
     lab.exec("cli", PY, "-c", SEND, nftap.NIC_ADDRS["srv"], str(port), str(n),

@@ -33,12 +33,9 @@ the client sends from CPU c is received, sliced and forwarded on c (veth
 runs the receive on the sender's CPU), and reaches the NF server on its RX
 queue c % Q; PRig.send() takes a CPU per frame.
 
-PRig.send() runs this file as a script in the sending namespace:
-
-    nfpark.py send IFACE FILE
-
-the frames of FILE, in order, each from its CPU, on an AF_PACKET socket
-(_send), ~PACE_S apart.
+PRig.send() sends the frames from the sending namespace, in order, each
+from its CPU, on an AF_PACKET socket, ~nfrig.PACE_S apart
+(nfrig.packet_send).
 
 PRig is nfxsk.XRig with these roles ("cli", "dut" = the slicing host,
 "srv", "nfa", "nfb"): destroy() (finalizer, atexit) stops every process
@@ -46,67 +43,12 @@ the rig started, detaches the slicing host's domains and deletes the
 namespaces whatever the test did; attach/stats/status/capture work as
 there, start_nf() runs nfslice-nf on an NF server.
 """
-import errno
 import json
 import os
-import socket
-import struct
-import sys
-import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve()
-# Seconds between two frames of `send` (sleep's own overhead comes on top):
-# about scapy's sendp's own pace, which the tests were written for (a burst
-# toward one store part wraps it only as fast as its NF sends the headers
-# back, test_nf.two_servers_run).
-PACE_S = 1e-3
-
-
-def _send(argv):
-    """nfpark.py send IFACE FILE: the frames of FILE (records of CPU, a
-    signed 16-bit number, -1 for any; length, 16 bits; the frame) out of
-    IFACE, in order, each from its CPU, on an AF_PACKET socket (what
-    scapy's sendp does, without scapy's 0.6 s import). A frame the device
-    drops (ENOBUFS) is sent again. Prints {"sent": N, "retries": R}."""
-    iface, path = argv
-    data = Path(path).read_bytes()
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    s.bind((iface, 0))
-    off, cur, sent, retries = 0, None, 0, 0
-    while off < len(data):
-        cpu, n = struct.unpack_from("!hH", data, off)
-        frame = data[off + 4:off + 4 + n]
-        off += 4 + n
-        if cpu >= 0 and cpu != cur:
-            os.sched_setaffinity(0, {cpu})    # moves this thread at once
-            cur = cpu
-        for _ in range(1000):
-            try:
-                s.send(frame)
-                break
-            except OSError as e:
-                if e.errno != errno.ENOBUFS:
-                    raise
-                retries += 1
-                time.sleep(0.001)
-        else:
-            sys.exit(f"{iface}: frame {sent} dropped 1000 times (ENOBUFS)")
-        sent += 1
-        time.sleep(PACE_S)
-    print(json.dumps({"sent": sent, "retries": retries}), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "send":
-        sys.exit(_send(sys.argv[2:]))
-    sys.exit("usage: nfpark.py send IFACE FILE (see the module docstring)")
-
-# ----------------------------------------------------- as a test module --
-from nfsl import rig as nfrig  # noqa: E402
-from nfsl.rig import PY, describe, poll, run  # noqa: E402
-from nfxsk import NF, NfRun, XRig  # noqa: E402
+from nfsl import rig as nfrig
+from nfsl.rig import describe, poll, run
+from nfxsk import NF, NfRun, XRig
 
 CLI4, SLC_CLI4 = "10.224.1.2", "10.224.1.1"
 SLC_SRV4, SRV4, SRV4_B = "10.224.2.1", "10.224.2.2", "10.224.2.130"
@@ -114,9 +56,6 @@ NET_B = "10.224.2.128/25"       # table 100 sends this through NF server B
 NFA_LINK = ("10.224.3.1", "10.224.3.2")     # p0, nfa's nf0
 NFB_LINK = ("10.224.4.1", "10.224.4.2")     # p1, nfb's nf0
 RT_TABLE = 100
-# tcpdump's snapshot length (PRig.spawn): more than any frame of the rig
-# (MTU 1500).
-CAPTURE_SNAPLEN = 2048
 MACS = {"cli0": "02:24:01:00:00:02", "c0": "02:24:01:00:00:01",
         "s0": "02:24:02:00:00:01", "srv0": "02:24:02:00:00:02",
         "p0": "02:24:03:00:00:01", "nfa": "02:24:03:00:00:02",
@@ -186,7 +125,7 @@ class PRig(XRig):
                 "    meta l4proto { tcp, udp } drop\n"
                 "  }\n"
                 "}\n"))
-        self.cookie = int(self.check("dut", PY, "-c", nfrig.COOKIE_PY))
+        self.cookie = nfrig.netns_cookie_of(self.ns("dut"))
         nfrig.COOKIES.add(self.cookie)
         self.prime()
 
@@ -195,21 +134,6 @@ class PRig(XRig):
         so no frame of a test waits in a neighbour queue."""
         for addr in (CLI4, SRV4, SRV4_B, NFA_LINK[1], NFB_LINK[1]):
             self.sh("dut", "ping", "-c", "1", "-W", "2", addr)
-
-    def spawn(self, role, *args, **kwargs):
-        """XRig.spawn, but tcpdump (nfpkt.Capture) in immediate mode, with
-        a snapshot length of CAPTURE_SNAPLEN. libpcap's TPACKET_V3 hands a
-        block of packets over only when it is full or its 1 s timeout
-        ends, so a capture of a few dozen frames would take that second
-        to finish; immediate mode takes TPACKET_V2, whose ring has one
-        slot per snapshot length (on a veth with offloads, 64 KiB: 32
-        slots in tcpdump's 2 MiB), and a tcpdump kept off the CPU for a
-        moment would lose what does not fit. With 2 KiB slots it holds
-        ~900 frames; nfpkt.read_pcap fails on a truncated one."""
-        if args and args[0] == "tcpdump":
-            args = (args[0], "--immediate-mode", "-s", CAPTURE_SNAPLEN,
-                    *args[1:])
-        return super().spawn(role, *args, **kwargs)
 
     # ------------------------------------------------------------ NF --
     def attach_park(self, name, *opts, nf_ports=("p0", "p1")):
@@ -250,19 +174,15 @@ class PRig(XRig):
 
     # ------------------------------------------------------- traffic --
     def send(self, role, dev, frames, cpu=None, tag="sent"):
-        """Send FRAMES (bytes) out of DEV of ROLE, in order (this file's
-        `send`: ~PACE_S apart), each from CPU CPU if given: one CPU for all,
-        or a list, one per frame. The slicer runs on the sender's CPU (one
+        """Send FRAMES (bytes) out of DEV of ROLE, in order
+        (nfrig.packet_send: ~PACE_S apart), each from CPU CPU if given:
+        one CPU for all, or a list, one per frame. The slicer runs on the sender's CPU (one
         CPU's store share) and so does the slicing host's forwarding, whose
         XPS picks the NF link's queue by it (module docstring)."""
         self.nruns += 1
         cpus = cpu if isinstance(cpu, (list, tuple)) else [cpu] * len(frames)
         assert len(cpus) == len(frames), (len(cpus), len(frames))
-        path = self.tmp / f"{tag}{self.nruns}.frames"
-        path.write_bytes(b"".join(
-            struct.pack("!hH", -1 if c is None else c, len(f)) + f
-            for f, c in zip(frames, cpus)))
-        out = self.check(role, PY, HERE, "send", dev, path, timeout=60)
-        res = json.loads(out.splitlines()[-1])
+        res = nfrig.in_netns(self.ns(role), nfrig.packet_send, dev,
+                             list(zip(cpus, frames)))
         assert res["sent"] == len(frames), res
         return res

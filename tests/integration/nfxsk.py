@@ -389,7 +389,7 @@ class XRig:
                 "    meta l4proto { tcp, udp } drop\n"
                 "  }\n"
                 "}\n"))
-        self.cookie = int(self.check("dut", PY, "-c", nfrig.COOKIE_PY))
+        self.cookie = nfrig.netns_cookie_of(self.ns("dut"))
         nfrig.COOKIES.add(self.cookie)
         self.prime()
 
@@ -511,7 +511,7 @@ class XRig:
 
     # -------------------------------------------------------- traffic --
     def send_frames(self, frames, tag="sent"):
-        """Send FRAMES (bytes) out of g0 with scapy sendp (nfpkt.py)."""
+        """Send FRAMES (bytes) out of g0 (nfpkt.send)."""
         self.nruns += 1
         nfpkt.send(self, "gen", "g0", frames,
                    self.tmp / f"{tag}{self.nruns}.pcap")

@@ -128,8 +128,7 @@ def spare_ns(clean):
                      "v1"], ["link", "set", "v0", "up"],
                     ["link", "set", "v1", "up"]):
             must(run(["ip", "-n", ns, *cmd]))
-        cookie = int(must(run(["ip", "netns", "exec", ns, PY, "-c",
-                               nfrig.COOKIE_PY])))
+        cookie = nfrig.netns_cookie_of(ns)
         nfrig.COOKIES.add(cookie)
         made.append(cookie)
         return ns, cookie

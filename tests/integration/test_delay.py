@@ -26,11 +26,12 @@ PORT = 9  # discard: nothing answers, the frames only cross the line
 # Sends COUNT UDP datagrams (payload: index, then filler up to a size that
 # varies per datagram) to PEER out of TAP and captures the device with
 # AF_PACKET, kernel receive timestamps on: every frame leaves once
-# (PACKET_OUTGOING) and comes back once from the delay line. Prints one
-# JSON object: the frames in capture order as [pkttype, ts_ns, hex].
+# (PACKET_OUTGOING) and comes back once from the delay line, until WAIT s
+# passed or BACK (default COUNT) came back. Prints one JSON object: the
+# frames in capture order as [pkttype, ts_ns, hex].
 CAPTURE = r"""
 import json, socket, struct, sys, time
-tap, peer, port, count, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+tap, peer, port, count, wait, back = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # asm-generic value
 cap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL: outgoing too
 cap.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -41,7 +42,7 @@ tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(count):
     tx.sendto(struct.pack("!I", i) + bytes([i & 0xff]) * (i * 37 % 1400), (peer, port))
 frames, end = [], time.monotonic() + wait
-while time.monotonic() < end and len(frames) < 2 * count:
+while time.monotonic() < end and len(frames) < count + back:
     try:
         data, anc, _, addr = cap.recvmsg(4096, 64)
     except socket.timeout:
@@ -110,8 +111,13 @@ def stop_line(p):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def capture(count, wait):
-    out = must(ns_run(PY, "-c", CAPTURE, TAP, PEER, PORT, count, wait, timeout=60))
+def capture(count, wait, back=None):
+    """COUNT datagrams through the line (CAPTURE): (sent, back), each a
+    list of (ts_ns, hex), once WAIT s passed or BACK (default COUNT) came
+    back."""
+    back = count if back is None else back
+    out = must(ns_run(PY, "-c", CAPTURE, TAP, PEER, PORT, count, wait, back,
+                      timeout=60))
     frames = json.loads(out)
     sent = [(ts, data) for kind, ts, data in frames if kind == PACKET_OUTGOING]
     back = [(ts, data) for kind, ts, data in frames if kind != PACKET_OUTGOING]
@@ -139,8 +145,10 @@ def test_frames_come_back_intact_in_order_after_the_delay(tapns):
 def test_full_line_drops_the_newest_and_counts_them(tapns):
     # 200 ms: the 50 datagrams are sent long before the first is due, so
     # the line is full after 10 and the other 40 find it full.
+    # The 10 back end the capture; the line's own report says that no
+    # more left it (frames_out).
     line = start_line(tapns, "--delay", 200000, "--queue", 10)
-    sent, back = capture(50, wait=3)
+    sent, back = capture(50, wait=3, back=10)
     rep = stop_line(line)
     assert len(sent) == 50
     assert [d for _, d in back] == [d for _, d in sent[:10]]

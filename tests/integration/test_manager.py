@@ -37,7 +37,8 @@ import pytest
 
 from nfsl import tap as nftap
 from nfload import NFSLICED, Daemon, finish, scrape, udp_endpoints
-from nfsl.rig import BPFFS, COUNTERS, NFSLICE, PY, describe, must, name, poll, run, settle
+from nfsl.rig import (BPFFS, COUNTERS, NFSLICE, PY, describe, must, name,
+                      netns_cookie_of, poll, run, settle)
 from manager_fixtures import DOMAIN, daemon, nfslice_set, rig, sliced
 
 
@@ -188,10 +189,7 @@ def test_gc_removes_gone_namespace(tmp_path):
         must(run(["ip", "-n", ns, "link", "set", "g0", "up"]))
         must(run(["ip", "netns", "exec", ns, NFSLICE, "attach", "--name",
                   "gone", "g0"]))
-        cookie = int(must(run(["ip", "netns", "exec", ns, PY, "-c",
-                               "import socket; s = socket.socket(); print("
-                               "int.from_bytes(s.getsockopt(socket."
-                               "SOL_SOCKET, 71, 8), 'little'))"])))
+        cookie = netns_cookie_of(ns)
         pins = BPFFS / "nfslice" / f"ns{cookie}" / "gone"
         assert pins.is_dir()
         must(run(["ip", "netns", "del", ns]))

@@ -11,7 +11,7 @@ import time
 
 from nfsl import tap as nftap
 from nfload import FILE_BYTES, HTTP_PORT, PORT, RAW_SEND, RECV, SEND, SIZE, finish, pcap_frames, scrape, udp_endpoints
-from nfsl.rig import PY, describe, must, poll, settle
+from nfsl.rig import PY, capture_opts, describe, must, poll, settle
 from manager_fixtures import DOMAIN, daemon, rig, sliced
 
 
@@ -113,9 +113,9 @@ def test_checkpoint_restore(rig, tmp_path):
     # headers re-sent by a raw socket carry a final checksum.
     must(rig.exec("cli", "ethtool", "-K", "cli0", "tx", "off"))
     pcap = tmp_path / "sliced.pcap"
-    dump = rig.spawn("dut", "tcpdump", "-i", "dut0", "-U", "-w", pcap, "-c",
-                     CKPT_N, "-Q", "in", f"udp dst port {CKPT_PORT}",
-                     stderr=subprocess.PIPE)
+    dump = rig.spawn("dut", "tcpdump", *capture_opts(CKPT_N), "-i",
+                     "dut0", "-U", "-w", pcap, "-c", CKPT_N, "-Q", "in",
+                     f"udp dst port {CKPT_PORT}", stderr=subprocess.PIPE)
     try:
         poll(lambda: "listening" in (dump.stderr.readline() or ""), 10,
              "tcpdump listening")
