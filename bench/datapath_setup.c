@@ -48,11 +48,15 @@ static const __u8 bench_mac_in[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x02 };
 /*
  * The driver's private network namespace (main() made it): the packets
  * arrive on the veth BENCH_IF_IN, whose MAC they are addressed to, and the
- * FIB forwards their destination 198.18.0.2 out of BENCH_IF_OUT, both
- * domain interfaces, so the slicer slices them as on a router.
+ * FIB forwards their destination 198.18.0.2 (--ipv6: fd00:18::2) out of
+ * BENCH_IF_OUT, both domain interfaces, so the slicer slices them as on a
+ * router.
  */
 #define BENCH_IF_IN "nfbd-in"
 #define BENCH_IF_OUT "nfbd-out"
+/* ifindex of the first of the absent interfaces that pad the domain's
+ * table (--ifaces): none in the fresh namespace has it. */
+#define BENCH_IF_ABSENT 100000
 
 int dp_setup_netns(struct bench *b)
 {
@@ -64,7 +68,9 @@ int dp_setup_netns(struct bench *b)
 		"ip link set " BENCH_IF_OUT " up",
 		"ip link set " BENCH_IF_OUT "p up",
 		"ip addr add 198.18.0.254/24 dev " BENCH_IF_OUT,
+		"ip -6 addr add fd00:18::fe/64 dev " BENCH_IF_OUT " nodad",
 		"sysctl -qw net.ipv4.conf.all.forwarding=1",
+		"sysctl -qw net.ipv6.conf.all.forwarding=1",
 	};
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -82,33 +88,49 @@ int dp_setup_netns(struct bench *b)
 	return 0;
 }
 
-/* Ethernet / IPv4 / UDP or TCP frame of @size bytes with valid checksums
- * and a payload pattern, as it would arrive from a wire. */
+/* Ethernet / IPv4 (@c->v6: IPv6) / UDP or TCP frame of @size bytes with
+ * valid checksums and a payload pattern, as it would arrive from a wire. */
 static void build_pkt(struct bcase *c)
 {
+	static const __u8 saddr6[16] = { 0xfd, 0, 0, 0x18, [15] = 1 };
+	static const __u8 daddr6[16] = { 0xfd, 0, 0, 0x18, [15] = 2 };
 	struct ethhdr *eth = (struct ethhdr *)c->pkt;
 	struct iphdr *iph = (struct iphdr *)(eth + 1);
-	void *l4 = iph + 1;
+	struct ipv6hdr *ip6 = (struct ipv6hdr *)(eth + 1);
+	unsigned int l3hdr = c->v6 ? sizeof(*ip6) : sizeof(*iph);
+	void *l4 = (__u8 *)(eth + 1) + l3hdr;
 	unsigned int l4hdr =
 		c->proto == IPPROTO_UDP ? sizeof(struct udphdr) : sizeof(struct tcphdr);
-	unsigned int l4len = c->size - sizeof(*eth) - sizeof(*iph), i;
+	unsigned int l4len = c->size - sizeof(*eth) - l3hdr, i;
 	__u16 *csum;
 	__u32 s;
 
 	memset(c->pkt, 0, sizeof(c->pkt));
 	memcpy(eth->h_dest, bench_mac_in, ETH_ALEN);
 	memcpy(eth->h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
-	eth->h_proto = htons(ETH_P_IP);
-	iph->version = 4;
-	iph->ihl = 5;
-	iph->tot_len = htons(c->size - sizeof(*eth));
-	iph->id = htons(0x1234);
-	iph->frag_off = htons(0x4000); /* DF */
-	iph->ttl = 64;
-	iph->protocol = c->proto;
-	iph->saddr = htonl(0xc6120001); /* 198.18.0.1, RFC 2544 range */
-	iph->daddr = htonl(0xc6120002);
-	iph->check = ~nfsl_csum_fold(nfsl_csum_bytes(iph, sizeof(*iph), 0));
+	if (c->v6) {
+		eth->h_proto = htons(ETH_P_IPV6);
+		ip6->version = 6;
+		ip6->payload_len = htons(l4len);
+		ip6->nexthdr = c->proto;
+		ip6->hop_limit = 64;
+		memcpy(&ip6->saddr, saddr6, 16); /* fd00:18::1, ULA */
+		memcpy(&ip6->daddr, daddr6, 16);
+		s = nfsl_csum_bytes(&ip6->saddr, 32, 0);
+	} else {
+		eth->h_proto = htons(ETH_P_IP);
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tot_len = htons(c->size - sizeof(*eth));
+		iph->id = htons(0x1234);
+		iph->frag_off = htons(0x4000); /* DF */
+		iph->ttl = 64;
+		iph->protocol = c->proto;
+		iph->saddr = htonl(0xc6120001); /* 198.18.0.1, RFC 2544 range */
+		iph->daddr = htonl(0xc6120002);
+		iph->check = ~nfsl_csum_fold(nfsl_csum_bytes(iph, sizeof(*iph), 0));
+		s = nfsl_csum_bytes(&iph->saddr, 8, 0);
+	}
 
 	if (c->proto == IPPROTO_UDP) {
 		struct udphdr *udp = l4;
@@ -130,11 +152,10 @@ static void build_pkt(struct bcase *c)
 		tcp->window = htons(65535);
 		csum = &tcp->check;
 	}
-	c->payoff = sizeof(*eth) + sizeof(*iph) + l4hdr;
+	c->payoff = sizeof(*eth) + l3hdr + l4hdr;
 	for (i = c->payoff; i < c->size; i++)
 		c->pkt[i] = (__u8)(i * 7 + 3);
 
-	s = nfsl_csum_bytes(&iph->saddr, 8, 0);
 	s = nfsl_csum_add(s, htons(c->proto));
 	s = nfsl_csum_add(s, htons(l4len));
 	s = nfsl_csum_bytes(l4, l4len, s);
@@ -177,12 +198,13 @@ static int own_slicer(struct bench *b, struct slicer_bpf **out, const char *what
 
 /* slicer-tenants: a third slicer on the store and counters, with a config
  * and cursor of its own: three tenants, the bench packets' destination
- * (198.18.0.2) tenant 1's by a /24 prefix rule, its region half the
- * partition. */
+ * (198.18.0.2, fd00:18::2) tenant 1's by a /24 (/64) prefix rule, its
+ * region half the partition. */
 static int setup_tenants(struct bench *b)
 {
 	struct nfsl_tenant_pfx k = { .prefixlen = 96 + 24,
 				     .addr = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 0 } };
+	struct nfsl_tenant_pfx k6 = { .prefixlen = 64, .addr = { 0xfd, 0, 0, 0x18 } };
 	struct nfsl_config t = b->cfg;
 	__u32 zero = 0, one = 1, half = t.part_slots / 2;
 
@@ -197,7 +219,8 @@ static int setup_tenants(struct bench *b)
 					     .size = t.part_slots - half - half / 2, .weight = 1,
 					     .name = "default" };
 	if (bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_config), &zero, &t, BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k, &one, BPF_ANY))
+	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k, &one, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k6, &one, BPF_ANY))
 		return pr_err("cannot configure the tenants slicer: %s", strerror(errno)), -1;
 	return 0;
 }
@@ -209,8 +232,8 @@ static int ev_count(void *ctx, void *data, size_t size)
 }
 
 /* slicer-skip(-events): a slicer on the store and counters with a config,
- * cursor and events ring of its own, whose only domain interface is the
- * ingress: what it would slice leaves the domain, passes unsliced and is
+ * cursor and events ring of its own, whose table ends before the egress
+ * (dp_setup_domain): what it would slice leaves the domain, passes unsliced and is
  * counted skipped_route; with the flag (set per block) it is written as a
  * drop event, which the driver drains after each block. */
 static int setup_skip(struct bench *b)
@@ -220,7 +243,7 @@ static int setup_skip(struct bench *b)
 
 	if (own_slicer(b, &b->sks, "skipping"))
 		return -1;
-	t.nifaces = 1;
+	t.nifaces--;
 	if (bpf_map_update_elem(bpf_map__fd(b->sks->maps.nfsl_config), &zero, &t, BPF_ANY))
 		return pr_err("cannot configure the skipping slicer: %s", strerror(errno)), -1;
 	b->evrb = ring_buffer__new(bpf_map__fd(b->sks->maps.nfsl_events), ev_count, &b->evn,
@@ -234,7 +257,7 @@ static int setup_skip(struct bench *b)
 int dp_setup_domain(struct bench *b)
 {
 	struct nfsl_config *cfg = &b->cfg, cold;
-	__u32 zero = 0, part;
+	__u32 zero = 0, part, i, n;
 	int err;
 
 	b->ncpus = libbpf_num_possible_cpus();
@@ -249,11 +272,16 @@ int dp_setup_domain(struct bench *b)
 		return -1;
 	}
 	/* The domain: frames enter on if_in, the FIB sends them out of
-	 * if_out (dp_setup_netns). */
-	cfg->nifaces = 2;
-	cfg->ifaces[0].ifindex = b->if_in;
-	memcpy(cfg->ifaces[0].mac, bench_mac_in, ETH_ALEN);
-	cfg->ifaces[1].ifindex = b->if_out;
+	 * if_out (dp_setup_netns), the last two of its --ifaces entries:
+	 * the slicer's searches of the table (bpf/nfsl_route.h) walk the
+	 * absent interfaces before them. */
+	n = b->o.nifaces;
+	cfg->nifaces = n;
+	for (i = 0; i < n - 2; i++)
+		cfg->ifaces[i].ifindex = BENCH_IF_ABSENT + i;
+	cfg->ifaces[n - 2].ifindex = b->if_in;
+	memcpy(cfg->ifaces[n - 2].mac, bench_mac_in, ETH_ALEN);
+	cfg->ifaces[n - 1].ifindex = b->if_out;
 	cfg->win_min = b->o.win_min;
 
 	b->sl = slicer_bpf__open();
@@ -483,6 +511,7 @@ int dp_setup_cases(struct bench *b)
 			c = &b->cases[n++];
 			c->size = b->o.sizes[i];
 			c->proto = p == 0 ? IPPROTO_UDP : IPPROTO_TCP;
+			c->v6 = b->o.v6;
 			build_pkt(c);
 			for (k = 0; k < B_NR; k++) {
 				c->raw[k] = calloc(b->o.rounds, sizeof(double));
