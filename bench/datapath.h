@@ -181,6 +181,8 @@ struct opts {
 	bool live;
 	bool flush; /* evict the store from the caches before each block */
 	unsigned int win_min; /* config win_min of the (hot) slicer, 0: default */
+	unsigned int nifaces; /* entries of the config's interface table, 2.. */
+	bool v6; /* IPv6 packets, else IPv4 */
 	bool sel[B_NR]; /* programs to measure (with their bias and baselines) */
 	const char *json;
 	const char *csv;
@@ -191,6 +193,7 @@ struct opts {
 struct bcase {
 	unsigned int size;
 	__u8 proto;
+	bool v6;
 	unsigned int payoff;
 	bool sliced; /* the slicer slices it (size >= threshold) */
 	__u8 pkt[PKT_BUF];

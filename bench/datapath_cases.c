@@ -9,6 +9,7 @@
 #include <string.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <netinet/in.h>
@@ -20,33 +21,49 @@
 
 #include "slicer.skel.h"
 
-/* Ethernet / IPv4 / UDP or TCP frame of @size bytes with valid checksums
- * and a payload pattern, as it would arrive from a wire. */
+/* Ethernet / IPv4 (@c->v6: IPv6) / UDP or TCP frame of @size bytes with
+ * valid checksums and a payload pattern, as it would arrive from a wire. */
 static void build_pkt(struct bcase *c)
 {
+	static const __u8 saddr6[16] = { 0xfd, 0, 0, 0x18, [15] = 1 };
+	static const __u8 daddr6[16] = { 0xfd, 0, 0, 0x18, [15] = 2 };
 	struct ethhdr *eth = (struct ethhdr *)c->pkt;
 	struct iphdr *iph = (struct iphdr *)(eth + 1);
-	void *l4 = iph + 1;
+	struct ipv6hdr *ip6 = (struct ipv6hdr *)(eth + 1);
+	unsigned int l3hdr = c->v6 ? sizeof(*ip6) : sizeof(*iph);
+	void *l4 = (__u8 *)(eth + 1) + l3hdr;
 	unsigned int l4hdr =
 		c->proto == IPPROTO_UDP ? sizeof(struct udphdr) : sizeof(struct tcphdr);
-	unsigned int l4len = c->size - sizeof(*eth) - sizeof(*iph), i;
+	unsigned int l4len = c->size - sizeof(*eth) - l3hdr, i;
 	__u16 *csum;
 	__u32 s;
 
 	memset(c->pkt, 0, sizeof(c->pkt));
 	memcpy(eth->h_dest, bench_mac_in, ETH_ALEN);
 	memcpy(eth->h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
-	eth->h_proto = htons(ETH_P_IP);
-	iph->version = 4;
-	iph->ihl = 5;
-	iph->tot_len = htons(c->size - sizeof(*eth));
-	iph->id = htons(0x1234);
-	iph->frag_off = htons(0x4000); /* DF */
-	iph->ttl = 64;
-	iph->protocol = c->proto;
-	iph->saddr = htonl(0xc6120001); /* 198.18.0.1, RFC 2544 range */
-	iph->daddr = htonl(0xc6120002);
-	iph->check = ~nfsl_csum_fold(nfsl_csum_bytes(iph, sizeof(*iph), 0));
+	if (c->v6) {
+		eth->h_proto = htons(ETH_P_IPV6);
+		ip6->version = 6;
+		ip6->payload_len = htons(l4len);
+		ip6->nexthdr = c->proto;
+		ip6->hop_limit = 64;
+		memcpy(&ip6->saddr, saddr6, 16); /* fd00:18::1, ULA */
+		memcpy(&ip6->daddr, daddr6, 16);
+		s = nfsl_csum_bytes(&ip6->saddr, 32, 0);
+	} else {
+		eth->h_proto = htons(ETH_P_IP);
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tot_len = htons(c->size - sizeof(*eth));
+		iph->id = htons(0x1234);
+		iph->frag_off = htons(0x4000); /* DF */
+		iph->ttl = 64;
+		iph->protocol = c->proto;
+		iph->saddr = htonl(0xc6120001); /* 198.18.0.1, RFC 2544 range */
+		iph->daddr = htonl(0xc6120002);
+		iph->check = ~nfsl_csum_fold(nfsl_csum_bytes(iph, sizeof(*iph), 0));
+		s = nfsl_csum_bytes(&iph->saddr, 8, 0);
+	}
 
 	if (c->proto == IPPROTO_UDP) {
 		struct udphdr *udp = l4;
@@ -68,11 +85,10 @@ static void build_pkt(struct bcase *c)
 		tcp->window = htons(65535);
 		csum = &tcp->check;
 	}
-	c->payoff = sizeof(*eth) + sizeof(*iph) + l4hdr;
+	c->payoff = sizeof(*eth) + l3hdr + l4hdr;
 	for (i = c->payoff; i < c->size; i++)
 		c->pkt[i] = (__u8)(i * 7 + 3);
 
-	s = nfsl_csum_bytes(&iph->saddr, 8, 0);
 	s = nfsl_csum_add(s, htons(c->proto));
 	s = nfsl_csum_add(s, htons(l4len));
 	s = nfsl_csum_bytes(l4, l4len, s);
@@ -101,6 +117,7 @@ int dp_setup_cases(struct bench *b)
 			c = &b->cases[n++];
 			c->size = b->o.sizes[i];
 			c->proto = p == 0 ? IPPROTO_UDP : IPPROTO_TCP;
+			c->v6 = b->o.v6;
 			build_pkt(c);
 			for (k = 0; k < B_NR; k++) {
 				c->raw[k] = calloc(b->o.rounds, sizeof(double));

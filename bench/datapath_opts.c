@@ -129,6 +129,8 @@ static const struct option long_opts[] = {
 	{"no-live", no_argument, NULL, 'N'},
 	{"flush", no_argument, NULL, 'F'},
 	{"win-min", required_argument, NULL, 'W'},
+	{"ifaces", required_argument, NULL, 'I'},
+	{"ipv6", no_argument, NULL, '6'},
 	{"programs", required_argument, NULL, 'P'},
 	{"cpu", required_argument, NULL, 'c'},
 	{"json", required_argument, NULL, 'j'},
@@ -166,6 +168,10 @@ static void usage(FILE *f)
 		"  -W, --win-min N      smallest hot window of the slicer's store, in slots\n"
 		"                       (config win_min; default 0: NFSL_WIN_MIN);\n"
 		"                       slicer-cold always uses the whole partition\n"
+		"  -I, --ifaces N       interfaces in the domain's table (2..%u, default 2):\n"
+		"                       N - 2 absent ones first, then the packets' ingress\n"
+		"                       and egress, so that every search walks the table\n"
+		"  -6, --ipv6           IPv6 packets (default IPv4)\n"
 		"  -P, --programs LIST  measure only these (plus their bias and baselines):\n"
 		"                       xdp-empty, xdp-parse, xdp-route, xdp-call, xdp-clock,\n"
 		"                       xdp-clock-coarse, xdp-copy,\n"
@@ -180,7 +186,8 @@ static void usage(FILE *f)
 		"  -j, --json FILE      write all results as JSON\n"
 		"  -C, --csv FILE       write all results as CSV\n"
 		"  -q, --quiet          no progress on stderr\n"
-		"  -h, --help           this text\n");
+		"  -h, --help           this text\n",
+		NFSL_MAX_IFACES);
 }
 
 int dp_parse_opts(struct opts *o, int argc, char **argv)
@@ -195,6 +202,7 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 	o->live = true;
 	o->udp = o->tcp = true;
 	o->cpu = -1;
+	o->nifaces = 2;
 	o->nsizes = 3;
 	o->sizes[0] = 64;
 	o->sizes[1] = 512;
@@ -202,7 +210,7 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 	for (c = 0; c < B_NR; c++)
 		o->sel[c] = true;
 
-	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:P:c:j:C:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:I:6P:c:j:C:qh", long_opts, NULL)) != -1) {
 		unsigned int v;
 
 		switch (c) {
@@ -247,6 +255,13 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 		case 'W':
 			if (parse_uint("win-min", optarg, 0, NFSL_DEF_SLOTS, &o->win_min))
 				return -1;
+			break;
+		case 'I':
+			if (parse_uint("ifaces", optarg, 2, NFSL_MAX_IFACES, &o->nifaces))
+				return -1;
+			break;
+		case '6':
+			o->v6 = true;
 			break;
 		case 'P':
 			if (parse_programs(o, optarg))

@@ -26,6 +26,8 @@ static const int row_order[] = {
 
 static const char *proto_name(const struct bcase *c)
 {
+	if (c->v6)
+		return c->proto == IPPROTO_UDP ? "udp6" : "tcp6";
 	return c->proto == IPPROTO_UDP ? "udp" : "tcp";
 }
 

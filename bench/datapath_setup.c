@@ -44,11 +44,15 @@ int dp_read_counters(struct bench *b, struct nfsl_counters *sum)
 /*
  * The driver's private network namespace (main() made it): the packets
  * arrive on the veth BENCH_IF_IN, whose MAC they are addressed to, and the
- * FIB forwards their destination 198.18.0.2 out of BENCH_IF_OUT, both
- * domain interfaces, so the slicer slices them as on a router.
+ * FIB forwards their destination 198.18.0.2 (--ipv6: fd00:18::2) out of
+ * BENCH_IF_OUT, both domain interfaces, so the slicer slices them as on a
+ * router.
  */
 #define BENCH_IF_IN "nfbd-in"
 #define BENCH_IF_OUT "nfbd-out"
+/* ifindex of the first of the absent interfaces that pad the domain's
+ * table (--ifaces): none in the fresh namespace has it. */
+#define BENCH_IF_ABSENT 100000
 
 int dp_setup_netns(struct bench *b)
 {
@@ -60,7 +64,9 @@ int dp_setup_netns(struct bench *b)
 		"ip link set " BENCH_IF_OUT " up",
 		"ip link set " BENCH_IF_OUT "p up",
 		"ip addr add 198.18.0.254/24 dev " BENCH_IF_OUT,
+		"ip -6 addr add fd00:18::fe/64 dev " BENCH_IF_OUT " nodad",
 		"sysctl -qw net.ipv4.conf.all.forwarding=1",
+		"sysctl -qw net.ipv6.conf.all.forwarding=1",
 	};
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -114,12 +120,13 @@ static int own_slicer(struct bench *b, struct slicer_bpf **out, const char *what
 
 /* slicer-tenants: a third slicer on the store and counters, with a config
  * and cursor of its own: three tenants, the bench packets' destination
- * (198.18.0.2) tenant 1's by a /24 prefix rule, its region half the
- * partition. */
+ * (198.18.0.2, fd00:18::2) tenant 1's by a /24 (/64) prefix rule, its
+ * region half the partition. */
 static int setup_tenants(struct bench *b)
 {
 	struct nfsl_tenant_pfx k = { .prefixlen = 96 + 24,
 				     .addr = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 0 } };
+	struct nfsl_tenant_pfx k6 = { .prefixlen = 64, .addr = { 0xfd, 0, 0, 0x18 } };
 	struct nfsl_config t = b->cfg;
 	__u32 zero = 0, one = 1, half = t.part_slots / 2;
 
@@ -134,7 +141,8 @@ static int setup_tenants(struct bench *b)
 					     .size = t.part_slots - half - half / 2, .weight = 1,
 					     .name = "default" };
 	if (bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_config), &zero, &t, BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k, &one, BPF_ANY))
+	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k, &one, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(b->slt->maps.nfsl_tpfx), &k6, &one, BPF_ANY))
 		return pr_err("cannot configure the tenants slicer: %s", strerror(errno)), -1;
 	return 0;
 }
@@ -146,8 +154,8 @@ static int ev_count(void *ctx, void *data, size_t size)
 }
 
 /* slicer-skip(-events): a slicer on the store and counters with a config,
- * cursor and events ring of its own, whose only domain interface is the
- * ingress: what it would slice leaves the domain, passes unsliced and is
+ * cursor and events ring of its own, whose table ends before the egress
+ * (dp_setup_domain): what it would slice leaves the domain, passes unsliced and is
  * counted skipped_route; with the flag (set per block) it is written as a
  * drop event, which the driver drains after each block. */
 static int setup_skip(struct bench *b)
@@ -157,7 +165,7 @@ static int setup_skip(struct bench *b)
 
 	if (own_slicer(b, &b->sks, "skipping"))
 		return -1;
-	t.nifaces = 1;
+	t.nifaces--;
 	if (bpf_map_update_elem(bpf_map__fd(b->sks->maps.nfsl_config), &zero, &t, BPF_ANY))
 		return pr_err("cannot configure the skipping slicer: %s", strerror(errno)), -1;
 	b->evrb = ring_buffer__new(bpf_map__fd(b->sks->maps.nfsl_events), ev_count, &b->evn,
@@ -171,7 +179,7 @@ static int setup_skip(struct bench *b)
 int dp_setup_domain(struct bench *b)
 {
 	struct nfsl_config *cfg = &b->cfg, cold;
-	__u32 zero = 0, part;
+	__u32 zero = 0, part, i, n;
 	int err;
 
 	b->ncpus = libbpf_num_possible_cpus();
@@ -186,11 +194,16 @@ int dp_setup_domain(struct bench *b)
 		return -1;
 	}
 	/* The domain: frames enter on if_in, the FIB sends them out of
-	 * if_out (dp_setup_netns). */
-	cfg->nifaces = 2;
-	cfg->ifaces[0].ifindex = b->if_in;
-	memcpy(cfg->ifaces[0].mac, bench_mac_in, ETH_ALEN);
-	cfg->ifaces[1].ifindex = b->if_out;
+	 * if_out (dp_setup_netns), the last two of its --ifaces entries:
+	 * the slicer's searches of the table (bpf/nfsl_route.h) walk the
+	 * absent interfaces before them. */
+	n = b->o.nifaces;
+	cfg->nifaces = n;
+	for (i = 0; i < n - 2; i++)
+		cfg->ifaces[i].ifindex = BENCH_IF_ABSENT + i;
+	cfg->ifaces[n - 2].ifindex = b->if_in;
+	memcpy(cfg->ifaces[n - 2].mac, bench_mac_in, ETH_ALEN);
+	cfg->ifaces[n - 1].ifindex = b->if_out;
 	cfg->win_min = b->o.win_min;
 
 	b->sl = slicer_bpf__open();

@@ -75,6 +75,14 @@ extern struct nf_conn *bpf_xdp_ct_lookup(struct xdp_md *ctx,
 					 __u32 opts__sz) __ksym __weak;
 extern void bpf_ct_release(struct nf_conn *ct) __ksym __weak;
 
+/* 0: no FIB and no conntrack lookup, every frame of a domain interface
+ * for its own MAC is sliced: the benchmark's slicer_nofib
+ * (bench/bpf/slicer_nofib.bpf.c), which prices the lookup; never attach
+ * such a slicer. */
+#ifndef NFSL_ROUTE_FIB
+#define NFSL_ROUTE_FIB 1
+#endif
+
 #define NFSL_IPS_NAT_MASK 0x30 /* IPS_SRC_NAT | IPS_DST_NAT */
 
 /*
@@ -124,27 +132,25 @@ static __always_inline bool nfsl_ct_nat_dst(struct xdp_md *ctx,
 	return nat;
 }
 
-/* Entry of @ifindex in the domain's interfaces and NF ports, or NULL. */
-static __always_inline const struct nfsl_iface *
-nfsl_iface_find(const struct nfsl_config *cfg, __u32 ifindex)
+/*
+ * nfsl_iface_idx - index of @ifindex in the domain's interfaces and NF
+ * ports (cfg->ifaces[]), or NFSL_MAX_IFACES when it is none of them: a
+ * linear search of up to cfg->nifaces entries. The slicer searches its
+ * ingress once per packet and hands the index on (nfsl_route,
+ * nfsl_tenant_of). An index, not the entry: a pointer out of the loop
+ * would multiply the verifier's states by the loop's exits (it hit the
+ * 1M instruction limit), an index the verifier need not know precisely
+ * does not.
+ */
+static __always_inline __u32 nfsl_iface_idx(const struct nfsl_config *cfg, __u32 ifindex)
 {
 	for (__u32 i = 0; i < NFSL_MAX_IFACES; i++) {
 		if (i >= cfg->nifaces)
 			break;
 		if (cfg->ifaces[i].ifindex == ifindex)
-			return &cfg->ifaces[i];
+			return i;
 	}
-	return NULL;
-}
-
-/* Is @ifindex one of the domain's NF ports? A boolean, not the entry:
- * a pointer carried from here through the slicer would multiply the
- * verifier's states by the loop's exits (it hit the 1M instruction limit). */
-static __always_inline bool nfsl_is_nf_port(const struct nfsl_config *cfg, __u32 ifindex)
-{
-	const struct nfsl_iface *in = nfsl_iface_find(cfg, ifindex);
-
-	return in && (in->flags & NFSL_IF_NF_PORT);
+	return NFSL_MAX_IFACES;
 }
 
 /* Frames for another MAC (a macvlan upper, promiscuous mode, multicast)
@@ -157,30 +163,31 @@ static __always_inline bool nfsl_for_us(const struct ethhdr *eth,
 }
 
 /*
- * nfsl_route - decide whether the packet @p of @ctx may be sliced; when it
- * may, *@dst is the store partition of its egress (nfsl_iface.part).
- * Returns enum nfsl_route. Cost: one FIB lookup without the neighbour
+ * nfsl_route - decide whether the packet @p of @ctx, which entered on the
+ * domain's interface cfg->ifaces[@in] (nfsl_iface_idx of its ingress),
+ * may be sliced; when it may, *@dst is the store partition of its egress
+ * (nfsl_iface.part). Returns enum nfsl_route. Cost: one FIB lookup without the neighbour
  * table (BPF_FIB_LOOKUP_SKIP_NEIGH, Linux >= 6.3), paid only by packets
  * large enough to slice.
  */
 static __always_inline int nfsl_route(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
-				      const struct nfsl_pkt *p, __u32 *dst)
+				      const struct nfsl_pkt *p, __u32 in, __u32 *dst)
 {
-	const struct nfsl_iface *out;
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	const struct nfsl_iface *in;
 	struct bpf_fib_lookup fib = {};
 	__be16 *ports = data + p->l4off;
+	__u32 out;
 	long rc;
 
-	in = nfsl_iface_find(cfg, ctx->ingress_ifindex);
-	if (!in || (in->flags & NFSL_IF_NF_PORT))
+	if (in >= NFSL_MAX_IFACES || (cfg->ifaces[in].flags & NFSL_IF_NF_PORT))
 		return NFSL_ROUTE_OTHER;
 	if ((void *)((struct ethhdr *)data + 1) > data_end ||
-	    !nfsl_for_us(data, in))
+	    !nfsl_for_us(data, &cfg->ifaces[in]))
 		return NFSL_ROUTE_L2;
+	if (!NFSL_ROUTE_FIB)
+		return NFSL_ROUTE_SLICE;
 	if ((void *)(ports + 2) > data_end)
 		return NFSL_ROUTE_ERR;
 
@@ -218,10 +225,10 @@ static __always_inline int nfsl_route(struct xdp_md *ctx,
 	switch (rc) {
 	case BPF_FIB_LKUP_RET_SUCCESS:
 	case BPF_FIB_LKUP_RET_NO_NEIGH:
-		out = nfsl_iface_find(cfg, fib.ifindex);
-		if (!out)
+		out = nfsl_iface_idx(cfg, fib.ifindex);
+		if (out >= NFSL_MAX_IFACES)
 			return NFSL_ROUTE_OTHER;
-		*dst = out->part;
+		*dst = cfg->ifaces[out].part;
 		return NFSL_ROUTE_SLICE;
 	case BPF_FIB_LKUP_RET_NOT_FWDED:
 	case BPF_FIB_LKUP_RET_FWD_DISABLED:

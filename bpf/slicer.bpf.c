@@ -90,12 +90,14 @@ struct {
 
 /* Scratch memory of one slice, off the BPF stack (512 bytes, which the
  * slicer's inlined code nearly fills): the L4 options and kept bytes to
- * sum (nfsl_l4_sum), or the key of a prefix lookup (nfsl_tenant_of). */
+ * sum (nfsl_l4_sum), or the key of a prefix lookup (nfsl_tenant_of); and
+ * the ingress's index (nfsl_ingress). */
 struct nfsl_scratch {
 	union {
 		__u8 l4[NFSL_L4HDR_MAX + NFSL_KEEP_MAX - sizeof(struct tcphdr)];
 		struct nfsl_tenant_pfx pfx;
 	};
+	__u32 in;
 };
 
 struct {
@@ -110,6 +112,26 @@ static __always_inline struct nfsl_scratch *nfsl_get_scratch(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&nfsl_scratch, &zero);
+}
+
+/*
+ * nfsl_ingress - index of the packet's ingress interface in cfg->ifaces[]
+ * (nfsl_iface_idx: NFSL_MAX_IFACES when it is none of the domain's),
+ * searched once per packet for the NF port check, the route check and the
+ * tenant. Written to the scratch memory and read back, which the verifier
+ * reads as an unknown scalar: carried as the search's own result, a known
+ * index on each of its 17 exits, the entry reads made it precise and the
+ * slicer's states multiplied past the 1M instruction limit. The array
+ * lookup is inlined by the verifier: no helper call.
+ */
+static __always_inline __u32 nfsl_ingress(struct xdp_md *ctx, const struct nfsl_config *cfg)
+{
+	struct nfsl_scratch *sc = nfsl_get_scratch();
+
+	if (!sc)
+		return NFSL_MAX_IFACES;
+	sc->in = nfsl_iface_idx(cfg, ctx->ingress_ifindex);
+	return *(volatile __u32 *)&sc->in;
 }
 
 /* VLAN rules: outer VID -> tenant + 1, 0 = no rule; pinned as
@@ -151,30 +173,26 @@ static __always_inline __u32 nfsl_tenant_pfx(struct xdp_md *ctx, __u32 l3, __u32
 /*
  * nfsl_tenant_of - the tenant of a packet (issue 10 §5): the longest
  * destination prefix rule matching its IP header at @l3, else the rule of
- * its outer VLAN (@pkt bits 8-19; bit 0: IPv6), else its ingress
- * interface's tenant (nfsl_iface.tenant); always 0 (the default) in a domain without
- * tenants or for a rule naming a tenant that is not there. Each lookup
- * only when such rules exist (config tenant_flags).
+ * its outer VLAN (@pkt bits 8-19; bit 0: IPv6), else the tenant of its
+ * ingress interface cfg->ifaces[@in] (nfsl_iface.tenant; @in from
+ * nfsl_iface_idx); always 0 (the default) in a domain without tenants or
+ * for a rule naming a tenant that is not there. Each lookup only when such
+ * rules exist (config tenant_flags).
  * A global function, verified once (see nfsl_alloc_slot): its result is
  * an unknown scalar to the caller whether tenants exist or not, so the
  * slicer's paths do not split on a known tenant 0 (a constant key of an
- * array lookup is tracked precisely), and the ingress interface's entry
- * is found here, not carried from nfsl_route (a pointer out of
- * nfsl_iface_find's loop multiplies the states by its exits). Scalars
- * only: the verifier forgets what a stack pointer handed to a global
- * function points at.
+ * array lookup is tracked precisely). Scalars only: the verifier forgets
+ * what a stack pointer handed to a global function points at.
  */
-__noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cfg, __u32 l3,
-				__u32 pkt)
+__noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cfg, __u32 in,
+				__u32 l3, __u32 pkt)
 {
 	__u32 flags, vid = (pkt >> 8) & (NFSL_VLAN_IDS - 1), tenant = 0, *t, r;
-	const struct nfsl_iface *in;
 
 	if (!cfg || !cfg->ntenants)
 		return 0;
-	in = nfsl_iface_find(cfg, ctx->ingress_ifindex);
-	if (in)
-		tenant = in->tenant;
+	if (in < NFSL_MAX_IFACES)
+		tenant = cfg->ifaces[in].tenant;
 	flags = cfg->tenant_flags;
 	if ((flags & NFSL_TEN_PREFIX) && (r = nfsl_tenant_pfx(ctx, l3, pkt & 1))) {
 		tenant = r - 1;
@@ -343,7 +361,7 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 static __always_inline int nfsl_slice(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
 				      struct nfsl_counters *cnt,
-				      const struct nfsl_pkt *p, __u32 parked, __u32 dst)
+				      const struct nfsl_pkt *p, __u32 in, __u32 parked, __u32 dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -361,7 +379,8 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 
 	/* Looked up without tenants too: a pointer that may be NULL would
 	 * double the verifier's states; counting stays for tenants. */
-	tenant = cfg->ntenants ? nfsl_tenant_of(ctx, cfg, p->l3off, (__u32)p->vlan << 8 | p->v6) : 0;
+	tenant = cfg->ntenants ?
+		 nfsl_tenant_of(ctx, cfg, in, p->l3off, (__u32)p->vlan << 8 | p->v6) : 0;
 	tc = bpf_map_lookup_elem(&nfsl_tcnt, &tenant);
 	if (!tc)
 		return XDP_PASS;
@@ -535,12 +554,13 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
-	__u32 frame_len = data_end - data, paylen, keep, dst = 0;
+	__u32 frame_len = data_end - data, paylen, keep, dst = 0, in;
 	struct nfsl_pkt p = {};
 
 	if (!cfg || !cnt || !cfg->slots)
 		return XDP_PASS; /* domain not configured yet */
-	if (nfsl_is_nf_port(cfg, ctx->ingress_ifindex))
+	in = nfsl_ingress(ctx, cfg);
+	if (in < NFSL_MAX_IFACES && (cfg->ifaces[in].flags & NFSL_IF_NF_PORT))
 		return nfsl_nf_port(ctx, cfg, cnt);
 	if (nfsl_parse(data, data_end, &p)) {
 		cnt->unparsed++;
@@ -568,7 +588,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_big++;
 		return XDP_PASS;
 	}
-	switch (nfsl_route(ctx, cfg, &p, &dst)) {
+	switch (nfsl_route(ctx, cfg, &p, in, &dst)) {
 	case NFSL_ROUTE_SLICE:
 		break;
 	case NFSL_ROUTE_L2:
@@ -592,7 +612,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 				       NFSL_EV_INFO(&p, NFSL_EV_SKIPPED_ROUTE));
 		return XDP_PASS;
 	}
-	return nfsl_slice(ctx, cfg, cnt, &p, paylen - keep, dst);
+	return nfsl_slice(ctx, cfg, cnt, &p, in, paylen - keep, dst);
 }
 
 SEC("xdp")

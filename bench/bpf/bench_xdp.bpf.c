@@ -77,7 +77,7 @@ int bench_xdp_route(struct xdp_md *ctx)
 		return XDP_PASS;
 	__u32 dst;
 
-	bench_sink = nfsl_route(ctx, cfg, &p, &dst);
+	bench_sink = nfsl_route(ctx, cfg, &p, nfsl_iface_idx(cfg, ctx->ingress_ifindex), &dst);
 	return XDP_PASS;
 }
 

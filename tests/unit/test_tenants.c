@@ -146,6 +146,46 @@ Test(tenants, classified_by_prefix_then_vlan_then_interface)
 	cr_expect_eq(tcnt(0).sliced, 3);
 }
 
+/* The slicer searches its ingress once (bpf/slicer.bpf.c nfsl_ingress)
+ * and reads the NF port flag, the MAC and the tenant from that one entry:
+ * here the last of a full table, the egress the one before it. */
+Test(tenants, ingress_last_of_a_full_table)
+{
+	struct nfsl_iface in, out;
+	struct nfsl_counters c;
+	__u32 i;
+
+	ten_config(0);
+	in = H.cfg.ifaces[0];
+	out = H.cfg.ifaces[1];
+	for (i = 0; i < NFSL_MAX_IFACES - 2; i++)
+		H.cfg.ifaces[i] = (struct nfsl_iface){ .ifindex = 100000 + i, .tenant = 1 };
+	H.cfg.ifaces[NFSL_MAX_IFACES - 2] = out;
+	H.cfg.ifaces[NFSL_MAX_IFACES - 1] = in;
+	H.cfg.ifaces[NFSL_MAX_IFACES - 1].tenant = 2;
+	H.cfg.nifaces = NFSL_MAX_IFACES;
+	h_write_config();
+	cr_expect(in_region(slice(1, 0, false), 2), "the ingress's tenant: b");
+	cr_expect(in_region(slice(2, 0, true), 2), "IPv6 too");
+	/* The same entry an NF port: nothing is sliced there. */
+	H.cfg.ifaces[NFSL_MAX_IFACES - 1].flags = NFSL_IF_NF_PORT;
+	h_write_config();
+	cr_expect_eq(slice(3, 0, false), -1, "NF port: passed unsliced");
+	/* One entry short: the ingress is none of the domain's. */
+	H.cfg.ifaces[NFSL_MAX_IFACES - 1].flags = 0;
+	H.cfg.nifaces = NFSL_MAX_IFACES - 1;
+	h_write_config();
+	cr_expect_eq(slice(4, 0, false), -1, "not a domain interface: passed unsliced");
+	h_counters(&c);
+	cr_expect_eq(c.sliced, 2);
+	cr_expect_eq(c.skipped_route, 1); /* the NF port counts nothing */
+	cr_expect_eq(c.unparsed + c.skipped_l2 + c.skipped_local + c.slice_failed, 0);
+	cr_expect_eq(tcnt(2).sliced, 2);
+	cr_expect_eq(tcnt(2).attempts, 2);
+	cr_expect_eq(tcnt(1).attempts, 0);
+	cr_expect_eq(tcnt(0).attempts, 0);
+}
+
 Test(tenants, burst_never_evicts_another_tenant)
 {
 	struct nfsl_slot before[8], after;
