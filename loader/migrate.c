@@ -262,12 +262,48 @@ static void started_new(const struct migration *m)
 			 m->new_dir, NFSL_PIN_HOLDING);
 }
 
+/* What a drain-mode migration reports. */
+struct drain_report {
+	__u32 busy0, busy; /* busy slots at the switch, after the drain */
+	__u64 waited_ms, lock_ns, t_stop, t_start, t_drained, t_end;
+};
+
+static void report_drain(const struct migration *m, const struct drain_report *r)
+{
+	const struct migrate_opts *o = m->o;
+	struct json_writer jw;
+
+	if (!o->json) {
+		printf("nfslice: domain '%s' moved to %s: unsliced for %.3f ms, %u payloads "
+		       "parked at the switch, %u left after %llu ms of drain%s, %.1f ms in all\n",
+		       o->name, o->to, (r->t_start - r->t_stop) / 1e6, r->busy0, r->busy,
+		       (unsigned long long)r->waited_ms,
+		       r->busy ? " (dropped with the old store)" : "", (r->t_end - m->t0) / 1e6);
+		return;
+	}
+	jsonw_init(&jw, stdout);
+	jsonw_start_object(&jw);
+	jsonw_string_field(&jw, "name", o->name);
+	jsonw_string_field(&jw, "to", o->to);
+	jsonw_string_field(&jw, "mode", "drain");
+	jsonw_uint_field(&jw, "unsliced_ns", r->t_start - r->t_stop);
+	jsonw_uint_field(&jw, "busy_at_switch", r->busy0);
+	jsonw_uint_field(&jw, "busy_left", r->busy);
+	jsonw_uint_field(&jw, "total_ns", r->t_end - m->t0);
+	/* The phases: new instance attached (and the lock waited for),
+	 * drained, old one detached. */
+	jsonw_uint_field(&jw, "lock_wait_ns", r->lock_ns);
+	jsonw_uint_field(&jw, "attach_ns", r->t_stop - m->t0);
+	jsonw_uint_field(&jw, "drain_ns", r->t_drained - r->t_start);
+	jsonw_uint_field(&jw, "detach_ns", r->t_end - r->t_drained);
+	jsonw_end_object(&jw);
+}
+
 static int run_drain(struct migration *m)
 {
 	const struct migrate_opts *o = m->o;
 	struct nfsl_domain *d = &m->d;
-	struct json_writer jw;
-	__u64 t_stop, t_start, t_drained, t_end, waited = 0, lock_ns;
+	__u64 t_stop, t_start, t_drained, waited = 0, lock_ns;
 	__u32 busy = 0, busy0 = 0;
 	int lock;
 
@@ -326,31 +362,10 @@ static int run_drain(struct migration *m)
 			 "detach it by hand");
 		return -1;
 	}
-	t_end = nfsl_now_ns();
-	if (!o->json) {
-		printf("nfslice: domain '%s' moved to %s: unsliced for %.3f ms, %u payloads "
-		       "parked at the switch, %u left after %llu ms of drain%s, %.1f ms in all\n",
-		       o->name, o->to, (t_start - t_stop) / 1e6, busy0, busy,
-		       (unsigned long long)waited, busy ? " (dropped with the old store)" : "",
-		       (t_end - m->t0) / 1e6);
-		return 0;
-	}
-	jsonw_init(&jw, stdout);
-	jsonw_start_object(&jw);
-	jsonw_string_field(&jw, "name", o->name);
-	jsonw_string_field(&jw, "to", o->to);
-	jsonw_string_field(&jw, "mode", "drain");
-	jsonw_uint_field(&jw, "unsliced_ns", t_start - t_stop);
-	jsonw_uint_field(&jw, "busy_at_switch", busy0);
-	jsonw_uint_field(&jw, "busy_left", busy);
-	jsonw_uint_field(&jw, "total_ns", t_end - m->t0);
-	/* The phases: new instance attached (and the lock waited for),
-	 * drained, old one detached. */
-	jsonw_uint_field(&jw, "lock_wait_ns", lock_ns);
-	jsonw_uint_field(&jw, "attach_ns", t_stop - m->t0);
-	jsonw_uint_field(&jw, "drain_ns", t_drained - t_start);
-	jsonw_uint_field(&jw, "detach_ns", t_end - t_drained);
-	jsonw_end_object(&jw);
+	report_drain(m, &(struct drain_report){
+				.busy0 = busy0, .busy = busy, .waited_ms = waited, .lock_ns = lock_ns,
+				.t_stop = t_stop, .t_start = t_start, .t_drained = t_drained,
+				.t_end = nfsl_now_ns() });
 	return 0;
 }
 
