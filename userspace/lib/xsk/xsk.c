@@ -540,11 +540,6 @@ int nfsl_xsk_nworkers(const struct nfsl_xsk *x)
 	return x->nworkers;
 }
 
-int nfsl_xsk_ndevs(const struct nfsl_xsk *x)
-{
-	return x->ndevs;
-}
-
 __u8 *nfsl_xsk_area(const struct nfsl_xsk *x)
 {
 	return x->area;
@@ -629,10 +624,8 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 	}
 }
 
-__u32 nfsl_xsk_frame_orig_len(const struct nfsl_xsk *x, const __u8 *frame, __u32 len)
+__u32 nfsl_xsk_frame_orig_len(struct nfsl_xsk *x, struct nfsl_xsk_desc *d)
 {
-	/* Not const for the store: a token under neither key re-reads its
-	 * config cache (the keys), which is not what x's callers see. */
-	return nfsl_xsk_orig_len(x->inline_splice ? (struct nfsl_xsk_store *)&x->store : NULL,
-				 frame, len);
+	return nfsl_xsk_orig_len_tok(x->inline_splice ? &x->store : NULL, x->area + d->addr,
+				     d->len, &d->tok);
 }
