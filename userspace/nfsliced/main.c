@@ -16,7 +16,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,33 +39,6 @@
 
 #define TICK_MS 100
 
-static const char *const levels[] = { "err", "warning", "notice", "info", "debug", NULL };
-static int max_level = MGR_INFO;
-static bool journal;
-
-void mgr_log_setup(int level)
-{
-	max_level = level;
-	/* systemd sets JOURNAL_STREAM when stderr goes to the journal. */
-	journal = getenv("JOURNAL_STREAM") != NULL;
-}
-
-void mgr_log(int level, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (level > max_level)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (journal)
-		fprintf(stderr, "<%d>%s\n", level, msg);
-	else
-		fprintf(stderr, MGR_NAME ": %s: %s\n", levels[level - MGR_ERR], msg);
-}
-
 static const struct mgr_opts defaults = {
 	.log_level = 3, /* info */
 	.gc_interval = 10,
@@ -79,7 +51,7 @@ static const struct mgr_opts defaults = {
 static const struct nfsl_opt table[] = {
 	{ "socket", NFSL_OPT_STR, OFF(socket), .metavar = "PATH",
 	  .help = "control socket (default $NFSLICE_SOCKET, else " NFSL_CTL_SOCKET ")" },
-	{ "log-level", NFSL_OPT_ENUM, OFF(log_level), .choices = levels, .metavar = "LEVEL",
+	{ "log-level", NFSL_OPT_ENUM, OFF(log_level), .choices = mgr_levels, .metavar = "LEVEL",
 	  .help = "least severe syslog level shown: err, warning, notice, info, debug "
 		  "(default info)" },
 	{ "gc-interval", NFSL_OPT_U32, OFF(gc_interval), 0, 86400, .metavar = "SECONDS",
