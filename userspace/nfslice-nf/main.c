@@ -233,52 +233,109 @@ static void run_chain(struct worker_arg *a, struct nfsl_nf_pkt *pk, unsigned int
 	}
 }
 
+/* Pin the worker to --cpu. Returns false (after a message, the run
+ * stopping) when it cannot run there. */
+static bool worker_pin(const struct worker_arg *a)
+{
+	int err;
+
+	if (a->cpu == UINT32_MAX)
+		return true;
+	err = nfsl_pin_cpu(a->cpu);
+	if (!err)
+		return true;
+	/* main checked the CPU: only a change of the affinity since
+	 * (taskset, a cpuset) gets here */
+	nf_err("--cpu %u: cannot run worker %d there: %s (give a CPU of "
+	       "/sys/devices/system/cpu/online this process may use)",
+	       a->cpu, a->id, strerror(-err));
+	atomic_store(&pin_failed, 1);
+	stopping = 1;
+	return false;
+}
+
+/* Receive a burst into @d in phase @ph: none while --stall holds this
+ * worker (-1), else the frames, looking again for --busy-poll us. */
+static int worker_rx(struct worker_arg *a, struct nfsl_xsk_desc *d, int ph)
+{
+	unsigned int n;
+
+	if (ph == 0 && a->stall_to) {
+		__u64 t = now_ms() - a->start_ms;
+
+		if (t >= a->stall_from && t < a->stall_to) {
+			usleep(1000);
+			return -1;
+		}
+	}
+	n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+	if (!n && a->busy_poll_us && ph == 0) {
+		/* --busy-poll: look again for a little while before
+		 * sleeping, so a burst's next frames find a worker
+		 * awake and the fill ring refilled */
+		__u64 until = nfsl_now_ns() + a->busy_poll_us * 1000ull;
+
+		while (!n && nfsl_now_ns() < until) {
+			sched_yield();
+			n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+		}
+	}
+	return n;
+}
+
+/* Run the chain on the @n frames of @d, then send what it forwards and
+ * free what it drops. */
+static void worker_burst(struct worker_arg *a, struct nfsl_xsk_desc *d, unsigned int n,
+			 struct nfsl_nf_ctx *ctx)
+{
+	struct nfsl_xsk_desc out[NFSL_XSK_BURST], drop[NFSL_XSK_BURST];
+	struct nfsl_nf_pkt pk[NFSL_XSK_BURST];
+	unsigned int nout = 0, ndrop = 0;
+
+	/* Default verdict: on, out of the other device of two (a bump
+	 * in the wire), else back out of the same one. */
+	for (unsigned int i = 0; i < n; i++) {
+		__u8 *f = a->area + d[i].addr;
+
+		pk[i] = (struct nfsl_nf_pkt){
+			.data = f, .len = d[i].len, .in = d[i].dev,
+			.out = a->ndevs == 2 ? d[i].dev ^ 1 : d[i].dev,
+			/* inline: the token check tx or drop take over */
+			.orig_len = a->orig_len ? nfsl_xsk_frame_orig_len(a->x, &d[i]) : 0,
+		};
+	}
+	ctx->now_ns = nfsl_now_ns();
+	run_chain(a, pk, n, ctx);
+	for (unsigned int i = 0; i < n; i++) {
+		d[i].len = pk[i].len;
+		if (pk[i].out == NFSL_NF_DROP || pk[i].out >= a->ndevs) {
+			drop[ndrop++] = d[i];
+		} else {
+			d[i].out = pk[i].out;
+			out[nout++] = d[i];
+		}
+	}
+	if (ndrop)
+		nfsl_xsk_worker_drop(a->w, drop, ndrop);
+	if (nout)
+		nfsl_xsk_worker_tx(a->w, out, nout);
+}
+
 static void *worker(void *p)
 {
 	struct worker_arg *a = p;
-	struct nfsl_xsk_desc d[NFSL_XSK_BURST], out[NFSL_XSK_BURST], drop[NFSL_XSK_BURST];
-	struct nfsl_nf_pkt pk[NFSL_XSK_BURST];
+	struct nfsl_xsk_desc d[NFSL_XSK_BURST];
 	struct nfsl_nf_ctx ctx = { .worker = a->id, .nworkers = a->nworkers, .ndevs = a->ndevs };
 	int idle = 0;
 
-	if (a->cpu != UINT32_MAX) {
-		int err = nfsl_pin_cpu(a->cpu);
-
-		if (err) {
-			/* main checked the CPU: only a change of the affinity
-			 * since (taskset, a cpuset) gets here */
-			nf_err("--cpu %u: cannot run worker %d there: %s (give a CPU of "
-			       "/sys/devices/system/cpu/online this process may use)",
-			       a->cpu, a->id, strerror(-err));
-			atomic_store(&pin_failed, 1);
-			stopping = 1;
-			return NULL;
-		}
-	}
+	if (!worker_pin(a))
+		return NULL;
 	for (;;) {
-		unsigned int n, nout = 0, ndrop = 0;
 		int ph = atomic_load(&phase);
+		int n = worker_rx(a, d, ph);
 
-		if (ph == 0 && a->stall_to) {
-			__u64 t = now_ms() - a->start_ms;
-
-			if (t >= a->stall_from && t < a->stall_to) {
-				usleep(1000);
-				continue;
-			}
-		}
-		n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
-		if (!n && a->busy_poll_us && ph == 0) {
-			/* --busy-poll: look again for a little while before
-			 * sleeping, so a burst's next frames find a worker
-			 * awake and the fill ring refilled */
-			__u64 until = nfsl_now_ns() + a->busy_poll_us * 1000ull;
-
-			while (!n && nfsl_now_ns() < until) {
-				sched_yield();
-				n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
-			}
-		}
+		if (n < 0)
+			continue; /* stalled */
 		if (!n) {
 			/* After steering stopped: done once the rings stay
 			 * empty for a few waits. */
@@ -288,33 +345,7 @@ static void *worker(void *p)
 			continue;
 		}
 		idle = 0;
-		/* Default verdict: on, out of the other device of two (a bump
-		 * in the wire), else back out of the same one. */
-		for (unsigned int i = 0; i < n; i++) {
-			__u8 *f = a->area + d[i].addr;
-
-			pk[i] = (struct nfsl_nf_pkt){
-				.data = f, .len = d[i].len, .in = d[i].dev,
-				.out = a->ndevs == 2 ? d[i].dev ^ 1 : d[i].dev,
-				/* inline: the token check tx or drop take over */
-				.orig_len = a->orig_len ? nfsl_xsk_frame_orig_len(a->x, &d[i]) : 0,
-			};
-		}
-		ctx.now_ns = nfsl_now_ns();
-		run_chain(a, pk, n, &ctx);
-		for (unsigned int i = 0; i < n; i++) {
-			d[i].len = pk[i].len;
-			if (pk[i].out == NFSL_NF_DROP || pk[i].out >= a->ndevs) {
-				drop[ndrop++] = d[i];
-			} else {
-				d[i].out = pk[i].out;
-				out[nout++] = d[i];
-			}
-		}
-		if (ndrop)
-			nfsl_xsk_worker_drop(a->w, drop, ndrop);
-		if (nout)
-			nfsl_xsk_worker_tx(a->w, out, nout);
+		worker_burst(a, d, n, &ctx);
 		if (a->slow_us)
 			usleep(a->slow_us);
 	}
