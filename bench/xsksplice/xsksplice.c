@@ -10,6 +10,13 @@
  *   sliced     a 58 B sliced header (keep 0) with a token of the domain's
  *              key; its 1472 B payload put back; the slot re-armed and
  *              the header copied back before each call (~5 ns)
+ *   carried    the same, with the token check made on receive carried
+ *              to the splice (nfsl_xsk_splice_tok: no second MAC), as the
+ *              AF_XDP worker does when an NF read orig_len (issue 18 item 6)
+ *   release    the same header dropped: nfsl_xsk_release frees its slot
+ *              (slot re-armed before each call)
+ *   rel_carried the same with the receive check carried
+ *              (nfsl_xsk_release_tok)
  *   forged     the same header, DSCP 63, one MAC bit wrong: the MAC
  *              (no key_old), then the config-change check (a load from
  *              the mmap, or the rate limiter's clock read without it)
@@ -45,8 +52,9 @@
 #define RING 256
 #define MAX_REPS 201
 
-enum row { ORDINARY, SLICED, FORGED, REREAD, NROWS };
-static const char *const row_name[] = { "ordinary", "sliced", "forged", "reread" };
+enum row { ORDINARY, SLICED, CARRIED, RELEASE, REL_CARRIED, FORGED, REREAD, NROWS };
+static const char *const row_name[] = { "ordinary", "sliced",  "carried", "release",
+					"rel_carried", "forged", "reread" };
 
 static __u64 now_ns(void)
 {
@@ -92,6 +100,7 @@ int main(int argc, char **argv)
 	LIBBPF_OPTS(bpf_map_create_opts, plain);
 	struct nfsl_xsk_store st;
 	struct nfsl_token tok;
+	struct nfsl_xsk_tok chk;
 	int reps = 51, frames = 20000, json = 0, mmapable = 1, c;
 	__u32 zero = 0, len, gen = 7, slot = 3;
 
@@ -150,6 +159,12 @@ int main(int argc, char **argv)
 	st.slots[slot].csum = 0x1234;
 	for (int i = 0; i < FULL - HDR; i++)
 		st.slots[slot].payload[i] = rand();
+	/* the check a receive makes, once: what "carried" rows carry */
+	__atomic_store_n(&st.slots[slot].ctl, NFSL_CTL(gen, 2), __ATOMIC_RELAXED);
+	if (nfsl_xsk_orig_len_tok(&st, sliced, sizeof(sliced), &chk) != FULL - 14 || !chk.ours) {
+		fprintf(stderr, "nfslice-bench-xsksplice: the receive check failed\n");
+		return 1;
+	}
 
 	for (int r = 0; r < reps; r++) {
 		for (int row = 0; row < NROWS; row++) {
@@ -173,6 +188,23 @@ int main(int argc, char **argv)
 					bad |= nfsl_xsk_splice(&st, buf, &len, ROOM, MTU) !=
 						       NFSL_XSK_SPLICE_SPLICED ||
 					       len != FULL;
+					break;
+				case CARRIED:
+					__atomic_store_n(&st.slots[slot].ctl, NFSL_CTL(gen, 2),
+							 __ATOMIC_RELAXED);
+					memcpy(buf, sliced, sizeof(sliced));
+					len = sizeof(sliced);
+					bad |= nfsl_xsk_splice_tok(&st, buf, &len, ROOM, MTU, &chk) !=
+						       NFSL_XSK_SPLICE_SPLICED ||
+					       len != FULL;
+					break;
+				case RELEASE:
+				case REL_CARRIED:
+					__atomic_store_n(&st.slots[slot].ctl, NFSL_CTL(gen, 2),
+							 __ATOMIC_RELAXED);
+					bad |= nfsl_xsk_release_tok(&st, sliced, sizeof(sliced),
+								    row == REL_CARRIED ? &chk
+										       : NULL) != 1;
 					break;
 				case FORGED:
 					len = sizeof(forged);
@@ -218,7 +250,7 @@ int main(int argc, char **argv)
 		       frames);
 		for (int row = 0; row < NROWS; row++) {
 			qsort(ns[row], reps, sizeof(double), cmp_f);
-			printf("  %-9s %7.1f  [%.1f .. %.1f]  config re-reads %lu\n", row_name[row],
+			printf("  %-11s %7.1f  [%.1f .. %.1f]  config re-reads %lu\n", row_name[row],
 			       ns[row][reps / 2], ns[row][reps / 4], ns[row][reps * 3 / 4],
 			       rereads[row]);
 		}

@@ -271,9 +271,11 @@ static bool fits(unsigned int flags, int v6, uint8_t proto)
 }
 
 /* Slice @in afresh (store reset: slot h_part_base(), generation 1) and
- * let @nf change the header. */
-static bool slice_nf(const char *name, const uint8_t *in, size_t len, const struct nf *nf,
-		     uint8_t *sl, uint32_t *slen)
+ * let @nf change the header. With @t, the token is checked first, as the
+ * AF_XDP worker checks it on receive (nfsl_xsk_frame_orig_len), and the
+ * check kept in @t: it must verify. */
+static bool slice_nf_tok(const char *name, const uint8_t *in, size_t len, const struct nf *nf,
+			 uint8_t *sl, uint32_t *slen, struct nfsl_xsk_tok *t)
 {
 	int v;
 
@@ -283,8 +285,21 @@ static bool slice_nf(const char *name, const uint8_t *in, size_t len, const stru
 		cr_expect_fail("%s: not sliced (verdict %d, %u of %zu B)", name, v, *slen, len);
 		return false;
 	}
+	if (t) {
+		nfsl_xsk_orig_len_tok(&xs, sl, *slen, t);
+		if (!t->ours) {
+			cr_expect_fail("%s: the receive check did not verify the token", name);
+			return false;
+		}
+	}
 	nf->fn(sl, slen);
 	return true;
+}
+
+static bool slice_nf(const char *name, const uint8_t *in, size_t len, const struct nf *nf,
+		     uint8_t *sl, uint32_t *slen)
+{
+	return slice_nf_tok(name, in, len, nf, sl, slen, NULL);
 }
 
 /* One table entry: the tc splicer and nfsl_xsk_splice agree, byte for
@@ -292,8 +307,9 @@ static bool slice_nf(const char *name, const uint8_t *in, size_t len, const stru
 static bool same_one(const struct prep *pr, const struct nf *nf, int v6, uint8_t proto,
 		     uint8_t vlans, uint16_t size, uint8_t seed)
 {
-	uint8_t in[PKT_MAX], sl[PKT_MAX], sl2[PKT_MAX], bo[PKT_MAX], xo[PKT_MAX];
-	uint32_t slen, slen2, blen, xlen, base = h_part_base();
+	uint8_t in[PKT_MAX], sl[PKT_MAX], sl2[PKT_MAX], bo[PKT_MAX], xo[PKT_MAX], xo2[PKT_MAX];
+	uint32_t slen, slen2, blen, xlen, xlen2, base = h_part_base();
+	struct nfsl_xsk_tok tok;
 	struct pkt_spec s = pr->s;
 	struct ref_info ri;
 	const char *err;
@@ -333,6 +349,20 @@ static bool same_one(const struct prep *pr, const struct nf *nf, int v6, uint8_t
 	cr_expect_eq(slot_ctl(base), NFSL_CTL(1, 0), "%s: nfsl_xsk_splice left ctl %#llx",
 		     name, (unsigned long long)slot_ctl(base));
 	ok &= x_bytes(name, xo, xlen, bo, blen);
+
+	/* The same with the token checked on receive, before the NF, and the
+	 * check carried to the splice (issue 18 item 6): what the NF changes
+	 * leaves the token where it was, so the carried check is taken, and
+	 * the bytes are the tc splicer's still. */
+	if (!slice_nf_tok(name, in, len, nf, sl2, &slen2, &tok))
+		return false;
+	memcpy(xo2, sl2, slen2);
+	xlen2 = slen2;
+	r = nfsl_xsk_splice_tok(&xs, xo2, &xlen2, XS_ROOM, XS_MTU, &tok);
+	ok &= r == NFSL_XSK_SPLICE_SPLICED && slot_ctl(base) == NFSL_CTL(1, 0);
+	cr_expect_eq(r, NFSL_XSK_SPLICE_SPLICED, "%s: carried: nfsl_xsk_splice_tok %s", name,
+		     res_name(r));
+	ok &= x_bytes(name, xo2, xlen2, bo, blen);
 
 	/* And both are right, judged by the reference: no NF gives back the
 	 * original; otherwise a packet that verifies. */
@@ -760,6 +790,94 @@ Test(xsk_splice, orig_len)
 		/* payload gone: with the store, only what the frame says */
 		cr_assert_eq(nfsl_xsk_release(&xs, sl, slen), 1);
 		cr_expect_eq(nfsl_xsk_orig_len(&xs, sl, slen), rs.l3end - rs.l3off);
+	}
+}
+
+/* Splice a copy of @f with the check @t carried; the result. */
+static int xs_splice_tok(const uint8_t *f, uint32_t len, const struct nfsl_xsk_tok *t,
+			 uint8_t *out, uint32_t *olen)
+{
+	memcpy(out, f, len);
+	*olen = len;
+	return nfsl_xsk_splice_tok(&xs, out, olen, XS_ROOM, XS_MTU, t);
+}
+
+/*
+ * One check per packet (issue 18 item 6): the check made on receive is
+ * what the splice and the release take, without a MAC, while the token
+ * is where and what it was under the same keys; otherwise the frame is
+ * checked again, exactly as without a carried check. The MAC not being
+ * computed again shows with keys changed behind the store's back (no
+ * seqcount bump: nothing a running domain does): the carried header
+ * still splices, the same header without the carry is not ours.
+ */
+Test(xsk_splice, carried_check)
+{
+	uint8_t in[PKT_MAX], sl[PKT_MAX], f[PKT_MAX], out[PKT_MAX];
+	struct ref_info rs;
+	struct nfsl_xsk_tok t, none;
+	uint32_t slen, flen, olen, base;
+	size_t len;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		/* not sliced: nothing carried */
+		base = slice_one(v6, in, &len, sl, &slen);
+		memset(&none, 0xa5, sizeof(none));
+		nfsl_xsk_orig_len_tok(&xs, in, len, &none);
+		cr_expect_eq(none.ours, 0, "an ordinary frame carried a verdict");
+		nfsl_xsk_orig_len_tok(&xs, sl, slen, &t);
+		cr_assert_eq(t.ours, 1, "the sliced header's token did not verify");
+		parse(sl, slen, &rs);
+		cr_expect_eq(t.off, rs.l3end - NFSL_TOKEN_LEN);
+
+		/* carried: no MAC (keys broken behind the store's back) */
+		xs.cfg.key[0] ^= 1;
+		expect_untouched("re-checked, keys broken", sl, slen, NFSL_XSK_SPLICE_NOT_SLICED,
+				 XS_ROOM, XS_MTU);
+		cr_expect_eq(xs_splice_tok(sl, slen, &t, out, &olen), NFSL_XSK_SPLICE_SPLICED,
+			     "carried: the MAC was checked again");
+		x_bytes("carried", out, olen, in, len);
+		cr_expect_eq(slot_ctl(base), NFSL_CTL(1, 0));
+
+		/* a release takes the carried check too, once */
+		base = slice_one(v6, in, &len, sl, &slen);
+		cr_expect_eq(nfsl_xsk_release(&xs, sl, slen), 0, "released under broken keys");
+		cr_expect_eq(nfsl_xsk_release_tok(&xs, sl, slen, &t), 1, "carried release");
+		cr_expect_eq(slot_ctl(base), NFSL_CTL(1, 0));
+		cr_expect_eq(nfsl_xsk_release_tok(&xs, sl, slen, &t), 0, "released twice");
+		/* and the slot state still rules: the payload is gone */
+		cr_expect_eq(xs_splice_tok(sl, slen, &t, out, &olen), NFSL_XSK_SPLICE_STALE);
+
+		/* the keys changed (a refresh bumps the seqcount): checked again */
+		base = slice_one(v6, in, &len, sl, &slen);
+		xs.cfg_seq += 2;
+		cr_expect_eq(xs_splice_tok(sl, slen, &t, out, &olen), NFSL_XSK_SPLICE_NOT_SLICED,
+			     "carried across a key change");
+		xs.cfg_seq -= 2;
+		xs.cfg.key[0] ^= 1;
+
+		/* the NF changed the token's bytes: checked again, as without */
+		memcpy(f, sl, slen);
+		f[rs.l3end - 1] ^= 1; /* a MAC bit */
+		cr_expect_eq(xs_splice_tok(f, slen, &t, out, &olen), NFSL_XSK_SPLICE_NOT_SLICED,
+			     "a changed token taken as carried");
+		x_bytes("changed token", out, olen, f, slen);
+
+		/* the NF cut the IP packet (token moved): as without */
+		memcpy(f, sl, slen);
+		flen = slen - 4;
+		ref_put16(f + rs.l3off + (v6 ? 4 : 2),
+			  ref_get16(f + rs.l3off + (v6 ? 4 : 2)) - 4);
+		cr_expect_eq(xs_splice(f, flen, out, &olen, XS_ROOM, XS_MTU),
+			     NFSL_XSK_SPLICE_NOT_SLICED, "moved token, without a carry");
+		cr_expect_eq(xs_splice_tok(f, flen, &t, out, &olen), NFSL_XSK_SPLICE_NOT_SLICED,
+			     "a moved token taken as carried");
+		x_bytes("moved token", out, olen, f, flen);
+
+		/* untouched and carried: spliced, the bytes of the original */
+		cr_expect_eq(xs_splice_tok(sl, slen, &t, out, &olen), NFSL_XSK_SPLICE_SPLICED);
+		x_bytes("carried, keys intact", out, olen, in, len);
+		cr_expect_eq(slot_ctl(base), NFSL_CTL(1, 0));
 	}
 }
 

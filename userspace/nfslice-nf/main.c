@@ -33,6 +33,8 @@
 #include "util/util.h"
 
 static volatile sig_atomic_t stopping;
+/* a worker could not run on --cpu: exit 1 */
+static atomic_int pin_failed;
 /* 0 run, 1 steering stopped: finish what is queued, then exit */
 static atomic_int phase;
 
@@ -235,40 +237,109 @@ static void run_chain(struct worker_arg *a, struct nfsl_nf_pkt *pk, unsigned int
 	}
 }
 
+/* Pin the worker to --cpu. Returns false (after a message, the run
+ * stopping) when it cannot run there. */
+static bool worker_pin(const struct worker_arg *a)
+{
+	int err;
+
+	if (!a->has_cpu)
+		return true;
+	err = nfsl_pin_cpu(a->cpu);
+	if (!err)
+		return true;
+	/* main checked the CPU: only a change of the affinity since
+	 * (taskset, a cpuset) gets here */
+	nf_err("--cpu %u: cannot run worker %d there: %s (give a CPU of "
+	       "/sys/devices/system/cpu/online this process may use)",
+	       a->cpu, a->id, strerror(-err));
+	atomic_store(&pin_failed, 1);
+	stopping = 1;
+	return false;
+}
+
+/* Receive a burst into @d in phase @ph: none while --stall holds this
+ * worker (-1), else the frames, looking again for --busy-poll us. */
+static int worker_rx(struct worker_arg *a, struct nfsl_xsk_desc *d, int ph)
+{
+	unsigned int n;
+
+	if (ph == 0 && a->stall_to) {
+		__u64 t = now_ms() - a->start_ms;
+
+		if (t >= a->stall_from && t < a->stall_to) {
+			usleep(1000);
+			return -1;
+		}
+	}
+	n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+	if (!n && a->busy_poll_us && ph == 0) {
+		/* --busy-poll: look again for a little while before
+		 * sleeping, so a burst's next frames find a worker
+		 * awake and the fill ring refilled */
+		__u64 until = nfsl_now_ns() + a->busy_poll_us * 1000ull;
+
+		while (!n && nfsl_now_ns() < until) {
+			sched_yield();
+			n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
+		}
+	}
+	return n;
+}
+
+/* Run the chain on the @n frames of @d, then send what it forwards and
+ * free what it drops. */
+static void worker_burst(struct worker_arg *a, struct nfsl_xsk_desc *d, unsigned int n,
+			 struct nfsl_nf_ctx *ctx)
+{
+	struct nfsl_xsk_desc out[NFSL_XSK_BURST], drop[NFSL_XSK_BURST];
+	struct nfsl_nf_pkt pk[NFSL_XSK_BURST];
+	unsigned int nout = 0, ndrop = 0;
+
+	/* Default verdict: on, out of the other device of two (a bump
+	 * in the wire), else back out of the same one. */
+	for (unsigned int i = 0; i < n; i++) {
+		__u8 *f = a->area + d[i].addr;
+
+		pk[i] = (struct nfsl_nf_pkt){
+			.data = f, .len = d[i].len, .in = d[i].dev,
+			.out = a->ndevs == 2 ? d[i].dev ^ 1 : d[i].dev,
+			/* inline: the token check tx or drop take over */
+			.orig_len = a->orig_len ? nfsl_xsk_frame_orig_len(a->x, &d[i]) : 0,
+		};
+	}
+	ctx->now_ns = nfsl_now_ns();
+	run_chain(a, pk, n, ctx);
+	for (unsigned int i = 0; i < n; i++) {
+		d[i].len = pk[i].len;
+		if (pk[i].out == NFSL_NF_DROP || pk[i].out >= a->ndevs) {
+			drop[ndrop++] = d[i];
+		} else {
+			d[i].out = pk[i].out;
+			out[nout++] = d[i];
+		}
+	}
+	if (ndrop)
+		nfsl_xsk_worker_drop(a->w, drop, ndrop);
+	if (nout)
+		nfsl_xsk_worker_tx(a->w, out, nout);
+}
+
 static void *worker(void *p)
 {
 	struct worker_arg *a = p;
-	struct nfsl_xsk_desc d[NFSL_XSK_BURST], out[NFSL_XSK_BURST], drop[NFSL_XSK_BURST];
-	struct nfsl_nf_pkt pk[NFSL_XSK_BURST];
+	struct nfsl_xsk_desc d[NFSL_XSK_BURST];
 	struct nfsl_nf_ctx ctx = { .worker = a->id, .nworkers = a->nworkers, .ndevs = a->ndevs };
 	int idle = 0;
 
-	if (a->has_cpu)
-		nfsl_pin_cpu(a->cpu);
+	if (!worker_pin(a))
+		return NULL;
 	for (;;) {
-		unsigned int n, nout = 0, ndrop = 0;
 		int ph = atomic_load(&phase);
+		int n = worker_rx(a, d, ph);
 
-		if (ph == 0 && a->stall_to) {
-			__u64 t = now_ms() - a->start_ms;
-
-			if (t >= a->stall_from && t < a->stall_to) {
-				usleep(1000);
-				continue;
-			}
-		}
-		n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
-		if (!n && a->busy_poll_us && ph == 0) {
-			/* --busy-poll: look again for a little while before
-			 * sleeping, so a burst's next frames find a worker
-			 * awake and the fill ring refilled */
-			__u64 until = nfsl_now_ns() + a->busy_poll_us * 1000ull;
-
-			while (!n && nfsl_now_ns() < until) {
-				sched_yield();
-				n = nfsl_xsk_worker_rx(a->w, d, NFSL_XSK_BURST);
-			}
-		}
+		if (n < 0)
+			continue; /* stalled */
 		if (!n) {
 			/* After steering stopped: done once the rings stay
 			 * empty for a few waits. */
@@ -278,32 +349,7 @@ static void *worker(void *p)
 			continue;
 		}
 		idle = 0;
-		/* Default verdict: on, out of the other device of two (a bump
-		 * in the wire), else back out of the same one. */
-		for (unsigned int i = 0; i < n; i++) {
-			__u8 *f = a->area + d[i].addr;
-
-			pk[i] = (struct nfsl_nf_pkt){
-				.data = f, .len = d[i].len, .in = d[i].dev,
-				.out = a->ndevs == 2 ? d[i].dev ^ 1 : d[i].dev,
-				.orig_len = a->orig_len ? nfsl_xsk_frame_orig_len(a->x, f, d[i].len) : 0,
-			};
-		}
-		ctx.now_ns = nfsl_now_ns();
-		run_chain(a, pk, n, &ctx);
-		for (unsigned int i = 0; i < n; i++) {
-			d[i].len = pk[i].len;
-			if (pk[i].out == NFSL_NF_DROP || pk[i].out >= a->ndevs) {
-				drop[ndrop++] = d[i];
-			} else {
-				d[i].out = pk[i].out;
-				out[nout++] = d[i];
-			}
-		}
-		if (ndrop)
-			nfsl_xsk_worker_drop(a->w, drop, ndrop);
-		if (nout)
-			nfsl_xsk_worker_tx(a->w, out, nout);
+		worker_burst(a, d, n, &ctx);
 		if (a->slow_us)
 			usleep(a->slow_us);
 	}
@@ -471,155 +517,238 @@ static int split_devs(char *dev, struct nfsl_xsk_opts *xo)
 	return *xo->devs[0] ? 0 : -1;
 }
 
-int main(int argc, char **argv)
+/*
+ * cpu_check - --cpu N must name a CPU this process may run on: a worker
+ * pinned elsewhere would fail, and running it unpinned would silently
+ * change what is measured. Returns 0, or -1 after a message (exit 2).
+ */
+static int cpu_check(const struct nf_opts *o)
 {
-	struct worker_arg args[NFSL_XSK_MAX_WORKERS] = {};
-	pthread_t tid[NFSL_XSK_MAX_WORKERS];
-	struct nfsl_xsk_opts xo = {};
-	struct nfsl_xsk *x = NULL;
-	struct nf_chain chain = {};
-	char chain_spec[256];
-	struct nf_report rep = {};
-	__u32 stall[3] = {}, slow[3] = {};
-	__u64 start, last, next_roll;
-	int first, err, nthreads = 0, rc = 2;
-	struct nf_opts o;
-	char msg[512];
+	char allowed[256] = "";
+	cpu_set_t set;
+	size_t used = 0;
 
-	err = nfsl_cmd_parse(&cmd, argc, argv, &o, &first);
-	if (err)
-		return err > 0 ? 0 : 2;
-	nfsl_msg_json(o.json);
-	if (!o.dev) {
-		nf_err("--dev IFACE[,IFACE] is required: the interfaces the NF serves");
-		goto out;
+	if (!o->has_cpu)
+		return 0;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0; /* cannot tell: the worker reports a failed pin */
+	if (CPU_ISSET(o->cpu, &set))
+		return 0;
+	/* the CPUs we may use, as ranges: "0-1", "0,2-3" */
+	for (int c = 0; c < CPU_SETSIZE && used < sizeof(allowed) - 16; c++) {
+		int e = c;
+
+		if (!CPU_ISSET(c, &set))
+			continue;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
+			e++;
+		used += snprintf(allowed + used, sizeof(allowed) - used, "%s%d", used ? "," : "", c);
+		if (e > c)
+			used += snprintf(allowed + used, sizeof(allowed) - used, "-%d", e);
+		c = e;
 	}
-	if (split_devs(o.dev, &xo)) {
-		nf_err("--dev '%s': give one interface or two separated by a comma", o.dev);
-		goto out;
-	}
-	snprintf(chain_spec, sizeof(chain_spec), "%s", o.nf); /* strtok writes */
-	if (o.stall && (parse_triplet(o.stall, stall, 3) != 3 || stall[0] >= o.workers)) {
-		nf_err("--stall '%s': give WORKER:AFTER_MS:FOR_MS with WORKER below --workers (%u)",
-		       o.stall, o.workers);
-		goto out;
-	}
-	if (o.slow && (parse_triplet(o.slow, slow, 2) != 2 || slow[0] >= o.workers)) {
-		nf_err("--slow '%s': give WORKER:USEC with WORKER below --workers (%u)", o.slow,
-		       o.workers);
-		goto out;
-	}
+	return nf_err("--cpu %u: this process cannot run on CPU %u: give one of the CPUs it "
+		      "may use, %s (its affinity: taskset; the host's CPUs: "
+		      "/sys/devices/system/cpu/online)",
+		      o->cpu, o->cpu, allowed);
+}
+
+/* What one run of nfslice-nf holds, from the options to the shutdown. */
+struct nf_run {
+	struct nf_opts o;
+	struct nfsl_xsk_opts xo;
+	struct nfsl_xsk *x;
+	struct nf_chain chain;
+	char chain_spec[256];
+	__u32 stall[3], slow[3];
+	struct nf_report rep;
+	struct worker_arg args[NFSL_XSK_MAX_WORKERS];
+	pthread_t tid[NFSL_XSK_MAX_WORKERS];
+	int nthreads;
+	__u64 start;
+};
+
+/* Step 1: the options the table cannot check. Returns 0 or -1 after a
+ * message (exit 2). */
+static int opts_check(struct nf_run *r)
+{
+	const struct nf_opts *o = &r->o;
+
+	if (!o->dev)
+		return nf_err("--dev IFACE[,IFACE] is required: the interfaces the NF serves");
+	if (split_devs(o->dev, &r->xo))
+		return nf_err("--dev '%s': give one interface or two separated by a comma",
+			      o->dev);
+	snprintf(r->chain_spec, sizeof(r->chain_spec), "%s", o->nf); /* strtok writes */
+	if (o->stall && (parse_triplet(o->stall, r->stall, 3) != 3 || r->stall[0] >= o->workers))
+		return nf_err("--stall '%s': give WORKER:AFTER_MS:FOR_MS with WORKER below --workers (%u)",
+			      o->stall, o->workers);
+	if (o->slow && (parse_triplet(o->slow, r->slow, 2) != 2 || r->slow[0] >= o->workers))
+		return nf_err("--slow '%s': give WORKER:USEC with WORKER below --workers (%u)",
+			      o->slow, o->workers);
+	return cpu_check(o);
+}
+
+/* Step 2: the NFs' shared state and the datapath (UMEM, sockets,
+ * steering). Returns 0 or the exit status after a message. */
+static int datapath_open(struct nf_run *r)
+{
+	const struct nf_opts *o = &r->o;
+	struct nfsl_xsk_opts *xo = &r->xo;
+	char msg[512];
+	int err;
+
 	/* Domain pins and libxdp's state live in the host's bpffs, which
 	 * `ip netns exec` hides (domain.h). Without --name none is needed. */
 	err = nfsl_bpffs_enter();
-	if (err && o.name) {
+	if (err && o->name) {
 		nf_err("no bpffs at %s, where domain %s would be pinned: %s (mount -t bpf bpf %s)",
-		       nfsl_bpffs(), o.name, strerror(-err), nfsl_bpffs());
-		rc = 1;
-		goto out;
+		       nfsl_bpffs(), o->name, strerror(-err), nfsl_bpffs());
+		return 1;
 	}
 	nfsl_log_init(NFSL_LOG_NONE);
-	if (chain_open(&chain, chain_spec, &o, xo.devs, xo.ndevs) || nat_steering(&chain, &o, &xo))
-		goto out;
-	xo.workers = o.workers;
-	xo.rx = o.rx;
-	xo.ax = o.ax;
-	xo.bx = o.bx;
-	xo.frames = o.frames;
-	xo.domain = o.name;
-	xo.drop_notice = o.drop_notice;
-	if (o.drop_notice && o.name) {
+	if (chain_open(&r->chain, r->chain_spec, o, xo->devs, xo->ndevs) ||
+	    nat_steering(&r->chain, o, xo))
+		return 2;
+	xo->workers = o->workers;
+	xo->rx = o->rx;
+	xo->ax = o->ax;
+	xo->bx = o->bx;
+	xo->frames = o->frames;
+	xo->domain = o->name;
+	xo->drop_notice = o->drop_notice;
+	if (o->drop_notice && o->name) {
 		nf_err("--drop-notice is for an NF server apart from the slicing host (park); "
 		       "with --name the NF frees the slots of dropped headers itself");
-		rc = 2;
-		goto out;
+		return 2;
 	}
-
-	rc = 1;
-	err = nfsl_xsk_open(&xo, &x, msg, sizeof(msg));
+	err = nfsl_xsk_open(xo, &r->x, msg, sizeof(msg));
 	if (err) {
 		nf_err("%s", msg);
-		rc = err == -EINVAL || err == -ENODEV || err == -ENOENT ? 2 : 1;
-		goto out;
+		return err == -EINVAL || err == -ENODEV || err == -ENOENT ? 2 : 1;
 	}
-	nfsl_catch_stop_signals(on_signal);
-	rep.o = &o;
-	rep.x = x;
-	start = now_ms();
-	for (__u32 i = 0; i < o.workers; i++) {
-		struct worker_arg *a = &args[i];
+	return 0;
+}
 
-		a->w = nfsl_xsk_worker(x, i);
-		a->area = nfsl_xsk_area(x);
-		a->x = x;
-		a->chain = &chain;
+/* Step 3: one thread per worker, each with its NFs' worker state. On a
+ * failure to start one, the run stops (the started ones drain). */
+static void workers_start(struct nf_run *r)
+{
+	const struct nf_opts *o = &r->o;
+	int err;
+
+	r->rep.o = o;
+	r->rep.x = r->x;
+	r->start = now_ms();
+	for (__u32 i = 0; i < o->workers; i++) {
+		struct worker_arg *a = &r->args[i];
+
+		a->w = nfsl_xsk_worker(r->x, i);
+		a->area = nfsl_xsk_area(r->x);
+		a->x = r->x;
+		a->chain = &r->chain;
 		a->id = i;
-		a->nworkers = o.workers;
-		a->ndevs = xo.ndevs;
-		for (int k = 0; k < chain.n; k++) {
-			const struct nfsl_nf_ops *ops = chain.ops[k];
+		a->nworkers = o->workers;
+		a->ndevs = r->xo.ndevs;
+		for (int k = 0; k < r->chain.n; k++) {
+			const struct nfsl_nf_ops *ops = r->chain.ops[k];
 
 			a->orig_len |= ops->orig_len;
-			a->mine[k] = ops->worker ? ops->worker(chain.shared[k], i, o.workers) : NULL;
-			rep.mine[i][k] = a->mine[k];
+			a->mine[k] = ops->worker ? ops->worker(r->chain.shared[k], i, o->workers)
+						 : NULL;
+			r->rep.mine[i][k] = a->mine[k];
 		}
-		a->cpu = o.cpu;
-		a->has_cpu = o.has_cpu;
-		a->start_ms = start;
-		a->busy_poll_us = o.busy_poll;
-		if (o.stall && stall[0] == i) {
-			a->stall_from = stall[1];
-			a->stall_to = (__u64)stall[1] + stall[2];
+		a->cpu = o->cpu;
+		a->has_cpu = o->has_cpu;
+		a->start_ms = r->start;
+		a->busy_poll_us = o->busy_poll;
+		if (o->stall && r->stall[0] == i) {
+			a->stall_from = r->stall[1];
+			a->stall_to = (__u64)r->stall[1] + r->stall[2];
 		}
-		if (o.slow && slow[0] == i)
-			a->slow_us = slow[1];
-		err = pthread_create(&tid[i], NULL, worker, a);
+		if (o->slow && r->slow[0] == i)
+			a->slow_us = r->slow[1];
+		err = pthread_create(&r->tid[i], NULL, worker, a);
 		if (err) {
 			nf_err("cannot start worker %u: %s", i, strerror(err));
 			stopping = 1;
 			break;
 		}
-		nthreads++;
+		r->nthreads++;
 	}
+}
 
-	rep.chain = o.nf;
-	rep.nfs = &chain;
-	last = next_roll = start;
+/* Step 4: sample the working set every 100 ms and report every
+ * --stats-interval until a signal or --duration. */
+static void report_loop(struct nf_run *r)
+{
+	const struct nf_opts *o = &r->o;
+	__u64 last, next_roll;
+
+	r->rep.chain = o->nf;
+	r->rep.nfs = &r->chain;
+	last = next_roll = r->start;
 	while (!stopping) {
 		__u64 t;
 
 		usleep(20 * 1000);
 		t = now_ms();
-		if (o.duration && t - start >= (__u64)o.duration * 1000)
+		if (o->duration && t - r->start >= (__u64)o->duration * 1000)
 			break;
 		if (t >= next_roll) {
 			/* rolls the working-set window, records peaks */
-			rep.elapsed_s = (t - start) / 1e3;
-			nf_report_sample(&rep);
+			r->rep.elapsed_s = (t - r->start) / 1e3;
+			nf_report_sample(&r->rep);
 			next_roll = t + 100;
 		}
-		if (o.interval && t - last >= (__u64)o.interval * 1000) {
+		if (o->interval && t - last >= (__u64)o->interval * 1000) {
 			last = t;
-			rep.elapsed_s = (t - start) / 1e3;
-			nf_report(&rep);
+			r->rep.elapsed_s = (t - r->start) / 1e3;
+			nf_report(&r->rep);
 		}
 	}
+}
 
-	/* Shut down without loss: the kernel path takes new frames first. */
-	nfsl_xsk_stop_steering(x);
+/* Step 5: shut down without loss (the kernel path takes new frames
+ * first), the final report, then free everything. */
+static void workers_stop(struct nf_run *r)
+{
+	nfsl_xsk_stop_steering(r->x);
 	atomic_store(&phase, 1);
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(tid[i], NULL);
-	rep.elapsed_s = (now_ms() - start) / 1e3;
-	rep.final = true;
-	nf_report(&rep);
-	rc = 0;
-out:
-	nfsl_xsk_close(x);
-	for (int i = 0; i < nthreads; i++)
-		for (int k = 0; k < chain.n; k++)
-			if (chain.ops[k]->worker_fini)
-				chain.ops[k]->worker_fini(args[i].mine[k]);
-	chain_close(&chain);
+	for (int i = 0; i < r->nthreads; i++)
+		pthread_join(r->tid[i], NULL);
+	r->rep.elapsed_s = (now_ms() - r->start) / 1e3;
+	r->rep.final = true;
+	nf_report(&r->rep);
+}
+
+static void run_close(struct nf_run *r)
+{
+	nfsl_xsk_close(r->x);
+	for (int i = 0; i < r->nthreads; i++)
+		for (int k = 0; k < r->chain.n; k++)
+			if (r->chain.ops[k]->worker_fini)
+				r->chain.ops[k]->worker_fini(r->args[i].mine[k]);
+	chain_close(&r->chain);
+}
+
+int main(int argc, char **argv)
+{
+	static struct nf_run r;
+	int first, err, rc;
+
+	err = nfsl_cmd_parse(&cmd, argc, argv, &r.o, &first);
+	if (err)
+		return err > 0 ? 0 : 2;
+	nfsl_msg_json(r.o.json);
+	rc = opts_check(&r) ? 2 : datapath_open(&r);
+	if (!rc) {
+		nfsl_catch_stop_signals(on_signal);
+		workers_start(&r);
+		report_loop(&r);
+		workers_stop(&r);
+		rc = atomic_load(&pin_failed) ? 1 : 0;
+	}
+	run_close(&r);
 	return nfsl_msg_json_flush(rc);
 }

@@ -16,7 +16,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,33 +39,6 @@
 
 #define TICK_MS 100
 
-static const char *const levels[] = { "err", "warning", "notice", "info", "debug", NULL };
-static int max_level = MGR_INFO;
-static bool journal;
-
-void mgr_log_setup(int level)
-{
-	max_level = level;
-	/* systemd sets JOURNAL_STREAM when stderr goes to the journal. */
-	journal = getenv("JOURNAL_STREAM") != NULL;
-}
-
-void mgr_log(int level, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (level > max_level)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (journal)
-		fprintf(stderr, "<%d>%s\n", level, msg);
-	else
-		fprintf(stderr, MGR_NAME ": %s: %s\n", levels[level - MGR_ERR], msg);
-}
-
 static const struct mgr_opts defaults = {
 	.log_level = 3, /* info */
 	.gc_interval = 10,
@@ -79,7 +51,7 @@ static const struct mgr_opts defaults = {
 static const struct nfsl_opt table[] = {
 	{ "socket", NFSL_OPT_STR, OFF(socket), .metavar = "PATH",
 	  .help = "control socket (default $NFSLICE_SOCKET, else " NFSL_CTL_SOCKET ")" },
-	{ "log-level", NFSL_OPT_ENUM, OFF(log_level), .choices = levels, .metavar = "LEVEL",
+	{ "log-level", NFSL_OPT_ENUM, OFF(log_level), .choices = mgr_levels, .metavar = "LEVEL",
 	  .help = "least severe syslog level shown: err, warning, notice, info, debug "
 		  "(default info)" },
 	{ "gc-interval", NFSL_OPT_DURATION, OFF(gc_interval), 0, 86400, .unit = NFSL_S,
@@ -239,13 +211,24 @@ static void post_periodic(enum mgr_job_kind kind, __u64 now, bool *busy)
 	mgr_worker_post(j);
 }
 
-static int run(const struct mgr_opts *o, const char *path)
+/* The event loop's fds and periodic work. */
+struct loop {
+	const struct mgr_opts *o;
+	const char *path;
+	int ep, lfd, sfd, tfd, scfd, wfd;
+	__u64 start, next_gc, next_refresh, next_ten; /* CLOCK_MONOTONIC ns */
+	bool gc_busy, ten_busy; /* a periodic job queued or running */
+};
+
+/* Set up the loop: the control socket, the signalfd (SIGTERM, SIGINT,
+ * SIGHUP blocked before the worker starts: it inherits the mask), the
+ * tick and TTL timers, the worker, the metrics server. Returns 0 or -1
+ * after a message. */
+static int loop_open(struct loop *l)
 {
-	int ep = -1, lfd = -1, sfd = -1, tfd = -1, scfd = -1, wfd = -1, rc = 1;
 	struct itimerspec tick = { .it_interval.tv_nsec = TICK_MS * 1000000L,
 				   .it_value.tv_nsec = TICK_MS * 1000000L };
-	__u64 start = nfsl_now_ns(), next_gc = start, next_refresh = start, next_ten = start;
-	bool gc_busy = false, ten_busy = false, again = false;
+	const struct mgr_opts *o = l->o;
 	sigset_t sigs;
 
 	sigemptyset(&sigs);
@@ -255,99 +238,102 @@ static int run(const struct mgr_opts *o, const char *path)
 	/* Before the worker starts: it inherits the mask, and the signals
 	 * come to the signalfd only. */
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	lfd = listen_at(path);
-	if (lfd < 0)
-		goto out;
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	scfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	wfd = mgr_worker_start();
-	if (wfd < 0)
-		errno = -wfd;
-	if (ep < 0 || sfd < 0 || tfd < 0 || scfd < 0 || wfd < 0 ||
-	    timerfd_settime(tfd, 0, &tick, NULL) || add_fd(ep, lfd, TAG_LISTEN) ||
-	    add_fd(ep, sfd, TAG_SIGNAL) || add_fd(ep, tfd, TAG_TIMER) ||
-	    add_fd(ep, scfd, TAG_SCAN) || add_fd(ep, wfd, TAG_WORKER)) {
+	l->lfd = listen_at(l->path);
+	if (l->lfd < 0)
+		return -1;
+	l->ep = epoll_create1(EPOLL_CLOEXEC);
+	l->sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	l->scfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	l->wfd = mgr_worker_start();
+	if (l->wfd < 0)
+		errno = -l->wfd;
+	if (l->ep < 0 || l->sfd < 0 || l->tfd < 0 || l->scfd < 0 || l->wfd < 0 ||
+	    timerfd_settime(l->tfd, 0, &tick, NULL) || add_fd(l->ep, l->lfd, TAG_LISTEN) ||
+	    add_fd(l->ep, l->sfd, TAG_SIGNAL) || add_fd(l->ep, l->tfd, TAG_TIMER) ||
+	    add_fd(l->ep, l->scfd, TAG_SCAN) || add_fd(l->ep, l->wfd, TAG_WORKER)) {
 		mgr_log(MGR_ERR, "cannot set up the event loop: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
-	mgr_conn_init(ep, lfd, o->idle_timeout);
+	mgr_conn_init(l->ep, l->lfd, o->idle_timeout);
 	if (o->metrics_port && mgr_metrics_start(o->metrics_port)) {
 		mgr_log(MGR_ERR, "cannot serve metrics on 127.0.0.1:%u (taken?): give "
 			"--metrics-port another port, or 0 for none", o->metrics_port);
-		goto out;
+		return -1;
 	}
-	mgr_log(MGR_NOTICE, "serving %s (bpffs %s)%s", path, nfsl_bpffs(),
+	mgr_log(MGR_NOTICE, "serving %s (bpffs %s)%s", l->path, nfsl_bpffs(),
 		o->metrics_port ? "" : ", no metrics");
 	if (o->metrics_port)
 		mgr_log(MGR_NOTICE, "metrics on http://127.0.0.1:%u/metrics", o->metrics_port);
-	for (;;) {
-		struct epoll_event ev[16];
-		/* Clients with requests left from their last turn: look at
-		 * the others and the timers, then come back at once. */
-		int n = epoll_wait(ep, ev, 16, again ? 0 : -1);
+	return 0;
+}
 
-		if (n < 0 && errno != EINTR) {
-			mgr_log(MGR_ERR, "epoll_wait: %s", strerror(errno));
-			goto out;
-		}
-		for (int i = 0; i < n; i++) {
-			__u64 tag = ev[i].data.u64;
+/* The tick: refresh the TTL scanners every second, post the periodic
+ * jobs when due, close idle clients. Returns true when --duration is up. */
+static bool on_tick(struct loop *l)
+{
+	const struct mgr_opts *o = l->o;
+	__u64 exp, now = nfsl_now_ns();
 
-			if (tag == TAG_LISTEN) {
-				mgr_conn_accept();
-			} else if (tag == TAG_SIGNAL) {
-				struct signalfd_siginfo si;
-
-				if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-					mgr_log(MGR_NOTICE, "%s: stopping; the domains keep "
-						"working", strsignal(si.ssi_signo));
-					rc = 0;
-					goto out;
-				}
-			} else if (tag == TAG_SCAN) {
-				__u64 exp;
-
-				if (read(scfd, &exp, sizeof(exp)) < 0)
-					continue;
-				arm_scan(scfd, mgr_ttl_tick(nfsl_now_ns()));
-			} else if (tag == TAG_WORKER) {
-				for (struct mgr_job *j = mgr_worker_done(), *next; j; j = next) {
-					next = j->next;
-					job_done(j, &gc_busy, &ten_busy);
-				}
-			} else if (tag == TAG_TIMER) {
-				__u64 exp, now = nfsl_now_ns();
-
-				if (read(tfd, &exp, sizeof(exp)) < 0)
-					continue;
-				/* Scanners follow the pins: new domains, gone ones. */
-				if (now >= next_refresh) {
-					mgr_ttl_refresh();
-					arm_scan(scfd, mgr_ttl_tick(now));
-					next_refresh = now + 1000000000ull;
-				}
-				if (o->tenant_interval && now >= next_ten) {
-					post_periodic(MGR_JOB_TENANTS, now, &ten_busy);
-					next_ten = now + o->tenant_interval * 1000000ull;
-				}
-				if (o->duration && now - start >= o->duration * 1000000000ull) {
-					rc = 0;
-					goto out;
-				}
-				if (o->gc_interval && now >= next_gc) {
-					post_periodic(MGR_JOB_GC, now, &gc_busy);
-					next_gc = now + o->gc_interval * 1000000000ull;
-				}
-				mgr_conn_tick(now);
-			} else {
-				mgr_conn_event(tag, ev[i].events);
-			}
-		}
-		again = mgr_conn_again();
+	if (read(l->tfd, &exp, sizeof(exp)) < 0)
+		return false;
+	/* Scanners follow the pins: new domains, gone ones. */
+	if (now >= l->next_refresh) {
+		mgr_ttl_refresh();
+		arm_scan(l->scfd, mgr_ttl_tick(now));
+		l->next_refresh = now + 1000000000ull;
 	}
-out:
+	if (o->tenant_interval && now >= l->next_ten) {
+		post_periodic(MGR_JOB_TENANTS, now, &l->ten_busy);
+		l->next_ten = now + o->tenant_interval * 1000000ull;
+	}
+	if (o->duration && now - l->start >= o->duration * 1000000000ull)
+		return true;
+	if (o->gc_interval && now >= l->next_gc) {
+		post_periodic(MGR_JOB_GC, now, &l->gc_busy);
+		l->next_gc = now + o->gc_interval * 1000000000ull;
+	}
+	mgr_conn_tick(now);
+	return false;
+}
+
+/* One event of epoll tag @tag. Returns true when the daemon stops (a
+ * signal, --duration). */
+static bool on_event(struct loop *l, __u64 tag, __u32 events)
+{
+	struct signalfd_siginfo si;
+	__u64 exp;
+
+	switch (tag) {
+	case TAG_LISTEN:
+		mgr_conn_accept();
+		return false;
+	case TAG_SIGNAL:
+		if (read(l->sfd, &si, sizeof(si)) != sizeof(si))
+			return false;
+		mgr_log(MGR_NOTICE, "%s: stopping; the domains keep working",
+			strsignal(si.ssi_signo));
+		return true;
+	case TAG_SCAN:
+		if (read(l->scfd, &exp, sizeof(exp)) >= 0)
+			arm_scan(l->scfd, mgr_ttl_tick(nfsl_now_ns()));
+		return false;
+	case TAG_WORKER:
+		for (struct mgr_job *j = mgr_worker_done(), *next; j; j = next) {
+			next = j->next;
+			job_done(j, &l->gc_busy, &l->ten_busy);
+		}
+		return false;
+	case TAG_TIMER:
+		return on_tick(l);
+	default:
+		mgr_conn_event(tag, events);
+		return false;
+	}
+}
+
+static void loop_close(struct loop *l)
+{
 	mgr_metrics_stop();
 	mgr_conn_stop();
 	/* The worker may wait for another process's lock: not for long. */
@@ -357,18 +343,50 @@ out:
 		mgr_log(MGR_NOTICE, "a job still waits for the host-wide lock "
 			NFSL_LOCK_FILE ": not waited for");
 	mgr_ttl_stop();
-	if (scfd >= 0)
-		close(scfd);
-	if (lfd >= 0) {
-		close(lfd);
-		unlink(path);
+	if (l->scfd >= 0)
+		close(l->scfd);
+	if (l->lfd >= 0) {
+		close(l->lfd);
+		unlink(l->path);
 	}
-	if (tfd >= 0)
-		close(tfd);
-	if (sfd >= 0)
-		close(sfd);
-	if (ep >= 0)
-		close(ep);
+	if (l->tfd >= 0)
+		close(l->tfd);
+	if (l->sfd >= 0)
+		close(l->sfd);
+	if (l->ep >= 0)
+		close(l->ep);
+}
+
+static int run(const struct mgr_opts *o, const char *path)
+{
+	struct loop l = { .o = o, .path = path, .ep = -1, .lfd = -1, .sfd = -1, .tfd = -1,
+			  .scfd = -1, .wfd = -1 };
+	bool again = false;
+	int rc = 1;
+
+	l.start = l.next_gc = l.next_refresh = l.next_ten = nfsl_now_ns();
+	if (loop_open(&l))
+		goto out;
+	for (;;) {
+		struct epoll_event ev[16];
+		/* Clients with requests left from their last turn: look at
+		 * the others and the timers, then come back at once. */
+		int n = epoll_wait(l.ep, ev, 16, again ? 0 : -1);
+
+		if (n < 0 && errno != EINTR) {
+			mgr_log(MGR_ERR, "epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			if (on_event(&l, ev[i].data.u64, ev[i].events)) {
+				rc = 0;
+				goto out;
+			}
+		}
+		again = mgr_conn_again();
+	}
+out:
+	loop_close(&l);
 	return rc;
 }
 

@@ -183,36 +183,34 @@ static void tenant_families(struct text *t, struct dom *v, size_t n)
 	}
 }
 
-static void render(struct text *t)
+/* The domains on the host, each opened with its counters read (ok) and
+ * its tenants when it has some; *@e the entries they point into. Returns
+ * the array (free it and *@e) or NULL when out of memory. */
+static struct dom *domains_read(struct nfsl_dom_entry **e, size_t *n)
 {
-	struct nfsl_dom_entry *e;
 	struct dom *v;
-	size_t n;
 
-	if (nfsl_domains_collect(&e, &n))
-		n = 0;
-	v = calloc(n ? n : 1, sizeof(*v));
-	if (!v) {
-		t->oom = true;
-		free(e);
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		v[i].e = e[i];
-		netns_name(e[i].dir, v[i].netns, sizeof(v[i].netns));
-		v[i].ok = !nfsl_domain_open_dir(&v[i].d, e[i].dir) &&
+	if (nfsl_domains_collect(e, n))
+		*n = 0;
+	v = calloc(*n ? *n : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < *n; i++) {
+		v[i].e = (*e)[i];
+		netns_name((*e)[i].dir, v[i].netns, sizeof(v[i].netns));
+		v[i].ok = !nfsl_domain_open_dir(&v[i].d, (*e)[i].dir) &&
 			  !nfsl_domain_counters(&v[i].d, &v[i].c) &&
 			  !nfsl_domain_mgr_counters(&v[i].d, &v[i].m) &&
 			  !nfsl_domain_busy_slots(&v[i].d, &v[i].busy);
 		v[i].tenants = v[i].ok && v[i].d.cfg.ntenants &&
 			       !nfsl_tenants_read(&v[i].d, v[i].ts, NULL, NULL, NULL);
 	}
-	counter_families(t, v, n, nfsl_counter_names, NFSL_NR_COUNTERS,
-			 offsetof(struct dom, c),
-			 "nfslice datapath counter, summed over CPUs (docs/format.md \"Counters\")");
-	counter_families(t, v, n, nfsl_mgr_counter_names, NFSL_NR_MGR_COUNTERS,
-			 offsetof(struct dom, m),
-			 "evictions user space made: the TTL scan (docs/format.md \"Counters\")");
+	return v;
+}
+
+/* nfslice_residency_seconds: each domain's histogram, in seconds. */
+static void residency_family(struct text *t, const struct dom *v, size_t n)
+{
 	/* Base units: seconds (the splicer records microseconds). */
 	family(t, "nfslice_residency_seconds", "histogram",
 	       "slice to splice time of spliced payloads, seconds; the splicer records one "
@@ -237,6 +235,11 @@ static void render(struct text *t)
 		put(t, "nfslice_residency_seconds_count" LABELS " %llu\n", LABEL_ARGS(&v[i]),
 		    (unsigned long long)cum);
 	}
+}
+
+/* The store and configuration gauges of each domain. */
+static void config_families(struct text *t, struct dom *v, size_t n)
+{
 	family(t, "nfslice_slots_busy", "gauge", "store slots holding a parked payload now");
 	for (size_t i = 0; i < n; i++)
 		if (v[i].ok)
@@ -258,11 +261,11 @@ static void render(struct text *t)
 	gauge_u32(t, v, n, "nfslice_config_generation",
 		  "configuration generation, bumped by every runtime change",
 		  offsetof(struct nfsl_config, cfg_gen));
-	tenant_families(t, v, n);
-	family(t, "nfslice_domain_readable", "gauge",
-	       "1 when the domain's pins could be read for this scrape");
-	for (size_t i = 0; i < n; i++)
-		put(t, "nfslice_domain_readable" LABELS " %d\n", LABEL_ARGS(&v[i]), v[i].ok);
+}
+
+/* What the daemon counts of itself. */
+static void daemon_families(struct text *t)
+{
 	family(t, "nfsliced_requests_total", "counter", "control requests answered");
 	put(t, "nfsliced_requests_total %lu\n", atomic_load(&mgr_requests));
 	family(t, "nfsliced_gc_removed_total", "counter",
@@ -278,6 +281,34 @@ static void render(struct text *t)
 	put(t, "nfsliced_tenant_moves_total %lu\n", atomic_load(&mgr_tenant_moves));
 	family(t, "nfsliced_scrapes_total", "counter", "metrics scrapes served");
 	put(t, "nfsliced_scrapes_total %lu\n", atomic_fetch_add(&mgr_scrapes, 1) + 1);
+}
+
+static void render(struct text *t)
+{
+	struct nfsl_dom_entry *e = NULL;
+	struct dom *v;
+	size_t n;
+
+	v = domains_read(&e, &n);
+	if (!v) {
+		t->oom = true;
+		free(e);
+		return;
+	}
+	counter_families(t, v, n, nfsl_counter_names, NFSL_NR_COUNTERS,
+			 offsetof(struct dom, c),
+			 "nfslice datapath counter, summed over CPUs (docs/format.md \"Counters\")");
+	counter_families(t, v, n, nfsl_mgr_counter_names, NFSL_NR_MGR_COUNTERS,
+			 offsetof(struct dom, m),
+			 "evictions user space made: the TTL scan (docs/format.md \"Counters\")");
+	residency_family(t, v, n);
+	config_families(t, v, n);
+	tenant_families(t, v, n);
+	family(t, "nfslice_domain_readable", "gauge",
+	       "1 when the domain's pins could be read for this scrape");
+	for (size_t i = 0; i < n; i++)
+		put(t, "nfslice_domain_readable" LABELS " %d\n", LABEL_ARGS(&v[i]), v[i].ok);
+	daemon_families(t);
 	for (size_t i = 0; i < n; i++)
 		nfsl_domain_close(&v[i].d);
 	free(v);

@@ -32,7 +32,10 @@ struct mgr_opts {
  * --log-level.
  */
 void mgr_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* mgr_log_setup - show levels up to @max_level (MGR_*) from now on.
+ * mgr_levels - the levels' names, MGR_ERR first, NULL-terminated (log.c). */
 void mgr_log_setup(int max_level);
+extern const char *const mgr_levels[];
 
 /*
  * mgr_handle - answer one parsed control request (ctl.h ops). Returns the

@@ -94,6 +94,9 @@ struct nfsl_xsk_desc {
 	__u32 len;  /* bytes */
 	__u16 dev;  /* index into opts.devs it arrived on */
 	__u16 out;  /* set by the NF for tx: device index */
+	/* inline: the token check made on receive (nfsl_xsk_frame_orig_len),
+	 * which tx and drop take instead of checking again; zero from rx */
+	struct nfsl_xsk_tok tok;
 };
 
 /* Per-worker counters (frames). */
@@ -152,7 +155,6 @@ void nfsl_xsk_close(struct nfsl_xsk *x);
 
 struct nfsl_xsk_worker *nfsl_xsk_worker(struct nfsl_xsk *x, int i);
 int nfsl_xsk_nworkers(const struct nfsl_xsk *x);
-int nfsl_xsk_ndevs(const struct nfsl_xsk *x);
 /* Start of the area: frame @addr is at nfsl_xsk_area(x) + addr. */
 __u8 *nfsl_xsk_area(const struct nfsl_xsk *x);
 
@@ -219,9 +221,15 @@ struct nfsl_xsk_kstats {
 void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 		       struct nfsl_xsk_kstats *ks);
 
-/* nfsl_xsk_orig_len() on the NF's store (inline), or the frame's own IP
- * length without a domain. */
-__u32 nfsl_xsk_frame_orig_len(const struct nfsl_xsk *x, const __u8 *frame, __u32 len);
+/*
+ * nfsl_xsk_frame_orig_len - nfsl_xsk_orig_len() of the frame @d on the
+ * NF's store (inline), or the frame's own IP length without a domain,
+ * bytes. Inline, the token check it makes is kept in @d->tok, so that
+ * nfsl_xsk_worker_tx and nfsl_xsk_worker_drop of @d do not verify the
+ * token again (one check per packet, issue 18 item 6). @x is not const:
+ * a token under neither key may refresh the store's copy of the keys.
+ */
+__u32 nfsl_xsk_frame_orig_len(struct nfsl_xsk *x, struct nfsl_xsk_desc *d);
 
 /* The steering program's counters, summed over CPUs. Returns 0 or -errno. */
 int nfsl_xsk_steer_stats(const struct nfsl_xsk *x, struct nfsl_steer_counters *out);

@@ -77,6 +77,23 @@ enum nfsl_xsk_splice_res {
 };
 
 /*
+ * One token check, carried with the frame from receive to transmit or drop
+ * (issue 18 item 6): the token as verified under the store's keys, where
+ * it was, and the keys' seqcount then. The splice and the release take it
+ * instead of the MAC while the frame still holds those same bytes at the
+ * place the parse finds its token, and the keys did not change; a header
+ * whose NF moved or changed its token is checked again, as without.
+ * Zero (ours == 0): no verdict carried. A token found under a retired key
+ * (stale, whose grace may end) is not carried.
+ */
+struct nfsl_xsk_tok {
+	struct nfsl_token tok; /* its bytes, as verified */
+	__u32 cfg_seq;         /* nfsl_xsk_store.cfg_seq it verified under */
+	__u16 off;             /* its offset in the frame, bytes */
+	__u8 ours;             /* 1: verified under the keys; 0: none carried */
+};
+
+/*
  * nfsl_xsk_store_open - map the store of domain @d read-write.
  * The map's size comes from the kernel (value size x max_entries, rounded
  * up to pages as the kernel lays out an mmapable array); @d's config (its
@@ -116,6 +133,10 @@ void nfsl_xsk_store_close(struct nfsl_xsk_store *st);
 int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
 		    __u32 mtu);
 
+/* nfsl_xsk_splice with the check @t carried from receive (NULL: none). */
+int nfsl_xsk_splice_tok(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
+			__u32 mtu, const struct nfsl_xsk_tok *t);
+
 /*
  * nfsl_xsk_release - the NF dropped the frame [@frame, @frame + @len): if
  * it is a sliced header whose payload is still parked, free the slot now
@@ -124,6 +145,10 @@ int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 ro
  * ours or its payload is gone already.
  */
 int nfsl_xsk_release(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
+
+/* nfsl_xsk_release with the check @t carried from receive (NULL: none). */
+int nfsl_xsk_release_tok(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len,
+			 const struct nfsl_xsk_tok *t);
 
 /*
  * nfsl_xsk_orig_len - the IP length, in bytes, of the packet the frame
@@ -135,5 +160,11 @@ int nfsl_xsk_release(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
  * (a QoS meter) on sliced headers.
  */
 __u32 nfsl_xsk_orig_len(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len);
+
+/* nfsl_xsk_orig_len that also records its token check in @t (with the
+ * store: ours or not; @t zeroed when none is carried), for the splice or
+ * release of the same frame. */
+__u32 nfsl_xsk_orig_len_tok(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len,
+			    struct nfsl_xsk_tok *t);
 
 #endif /* NFSL_XSK_SPLICE_H */

@@ -134,6 +134,7 @@ static inline void take(struct nfsl_xsk_worker *w, struct nfsl_xsk_desc *d, __u6
 	d->len = len;
 	d->dev = dev;
 	d->out = dev;
+	d->tok.ours = 0; /* no check carried yet */
 	nfsl_xsk_wset_mark(w->ws, addr);
 }
 

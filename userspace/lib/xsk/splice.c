@@ -225,27 +225,50 @@ static bool nfsl_xsk_cfg_refresh(struct nfsl_xsk_store *st, struct nfsl_config *
 	return true;
 }
 
+/* Does the check @t carried from receive still hold for the token @tok
+ * the parse found at @off, the keys at seqcount @seq? Only while the
+ * frame holds the same bytes at the same place under the same keys. */
+static bool tok_carried(const struct nfsl_xsk_tok *t, const struct nfsl_token *tok, __u32 off,
+			__u32 seq)
+{
+	return t && t->ours && t->off == off && t->cfg_seq == seq &&
+	       !memcmp(&t->tok, tok, sizeof(*tok));
+}
+
 /*
  * The tc splicer's nfsl_token_find on a linear frame: does [@frame,
  * @frame + @len) end its IP packet with one of our tokens? Out: its parse
  * @p, the token @tok at @tok_off, the slot @s it names (NULL: beyond the
- * store).
+ * store). The MAC is skipped when @carry (or NULL) says this token
+ * verified already (tok_carried); a token that verifies under the keys
+ * is recorded in @rec (or NULL), which is zeroed otherwise.
  */
 static bool nfsl_xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
-			   struct nfsl_pkt *p, __u32 *tok_off, struct nfsl_token *tok,
-			   struct nfsl_slot **s)
+				struct nfsl_pkt *p, __u32 *tok_off, struct nfsl_token *tok,
+				struct nfsl_slot **s, const struct nfsl_xsk_tok *carry,
+				struct nfsl_xsk_tok *rec)
 {
 	struct nfsl_config c;
-	__u32 idx;
+	__u32 idx, seq;
 
+	if (rec)
+		memset(rec, 0, sizeof(*rec));
 	if (nfsl_parse(frame, frame + len, p) || !nfsl_splice_token_off(p, tok_off))
 		return false;
 	memcpy(tok, frame + *tok_off, sizeof(*tok));
 	if (!nfsl_token_index(tok, &idx))
 		return false;
 	*s = idx < st->nslots ? &st->slots[idx] : NULL;
-	if (nfsl_xsk_token_ours(st, tok, *s))
+	/* read before the check: a refresh meanwhile makes it stale (safe) */
+	seq = __atomic_load_n(&st->cfg_seq, __ATOMIC_ACQUIRE);
+	if (tok_carried(carry, tok, *tok_off, seq))
 		return true;
+	if (nfsl_xsk_token_ours(st, tok, *s)) {
+		if (rec)
+			*rec = (struct nfsl_xsk_tok){ .tok = *tok, .cfg_seq = seq,
+						      .off = *tok_off, .ours = 1 };
+		return true;
+	}
 	if (nfsl_xsk_cfg_refresh(st, &c) && nfsl_token_ours_cfg(tok, *s, &c))
 		return true;
 	/* Under a key the domain retired: its payload is gone. Found, with
@@ -261,6 +284,12 @@ static bool nfsl_xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 le
 int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
 		    __u32 mtu)
 {
+	return nfsl_xsk_splice_tok(st, frame, len, room, mtu, NULL);
+}
+
+int nfsl_xsk_splice_tok(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 room,
+			__u32 mtu, const struct nfsl_xsk_tok *t)
+{
 	__u32 tok_off, gen, plen, new_l3, new_len;
 	struct nfsl_token tok;
 	struct nfsl_slot *s;
@@ -270,7 +299,7 @@ int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 ro
 
 	if (*len > room)
 		return NFSL_XSK_SPLICE_BAD;
-	if (!nfsl_xsk_token_find(st, frame, *len, &p, &tok_off, &tok, &s))
+	if (!nfsl_xsk_token_find(st, frame, *len, &p, &tok_off, &tok, &s, t, NULL))
 		return NFSL_XSK_SPLICE_NOT_SLICED;
 	gen = ntohl(tok.gen);
 	if (!s || !nfsl_slot_busy(s, gen))
@@ -315,14 +344,22 @@ int nfsl_xsk_splice(struct nfsl_xsk_store *st, __u8 *frame, __u32 *len, __u32 ro
 
 __u32 nfsl_xsk_orig_len(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
 {
+	return nfsl_xsk_orig_len_tok(st, frame, len, NULL);
+}
+
+__u32 nfsl_xsk_orig_len_tok(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len,
+			    struct nfsl_xsk_tok *t)
+{
 	struct nfsl_token tok;
 	struct nfsl_slot *s = NULL;
 	struct nfsl_pkt p = {};
 	__u32 tok_off, plen, idx;
 
+	if (t)
+		memset(t, 0, sizeof(*t));
 	if (st && st->slots) {
 		/* With the store: only a token that verifies, from its slot. */
-		if (nfsl_xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s) && s &&
+		if (nfsl_xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s, NULL, t) && s &&
 		    nfsl_slot_busy(s, ntohl(tok.gen))) {
 			plen = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 			if (nfsl_splice_len_ok(plen))
@@ -342,13 +379,19 @@ __u32 nfsl_xsk_orig_len(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
 
 int nfsl_xsk_release(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len)
 {
+	return nfsl_xsk_release_tok(st, frame, len, NULL);
+}
+
+int nfsl_xsk_release_tok(struct nfsl_xsk_store *st, const __u8 *frame, __u32 len,
+			 const struct nfsl_xsk_tok *t)
+{
 	struct nfsl_token tok;
 	struct nfsl_slot *s;
 	struct nfsl_pkt p;
 	__u32 tok_off;
 
 	/* The parser only reads. */
-	if (!nfsl_xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s) || !s)
+	if (!nfsl_xsk_token_find(st, (__u8 *)frame, len, &p, &tok_off, &tok, &s, t, NULL) || !s)
 		return 0;
 	return nfsl_slot_release(s, ntohl(tok.gen));
 }

@@ -194,17 +194,12 @@ static int open_chain(struct nfsl_xsk *x, char *err, size_t errlen)
 	return 0;
 }
 
-int nfsl_xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
+/* Start step 1: every socket into the XSKMAP, every (interface, queue)
+ * group's sockets and steering mode into the groups map. */
+static int maps_fill(struct nfsl_xsk *x, char *err, size_t errlen)
 {
-	int xsks_fd, groups_fd, prog_fd, rc;
-	char buf[64];
-
-	x->steer = steer_bpf__open_and_load();
-	if (!x->steer)
-		return fail(err, errlen, -errno, "cannot load the steering program%s: %s", "");
-	xsks_fd = bpf_map__fd(x->steer->maps.nfsl_xsks);
-	groups_fd = bpf_map__fd(x->steer->maps.nfsl_groups);
-	prog_fd = bpf_program__fd(x->steer->progs.nfsl_steer);
+	int xsks_fd = bpf_map__fd(x->steer->maps.nfsl_xsks);
+	int groups_fd = bpf_map__fd(x->steer->maps.nfsl_groups);
 
 	for (int i = 0; i < x->nsocks; i++) {
 		if (bpf_map_update_elem(xsks_fd, &x->socks[i].key, &x->socks[i].fd, 0))
@@ -224,36 +219,49 @@ int nfsl_xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 		if (bpf_map_update_elem(groups_fd, &k, &v, 0))
 			return fail(err, errlen, -errno, "cannot write the steering groups%s: %s", "");
 	}
+	return 0;
+}
 
-	if (x->o.domain) {
-		__u32 zero = 0, old;
+/* Start step 2, inline: chain the program @prog_fd after the domain's
+ * slicer, replacing (with a warning) what a previous NF left there. */
+static int chain_after_slicer(struct nfsl_xsk *x, int prog_fd, char *err, size_t errlen)
+{
+	__u32 zero = 0, old;
+	int rc;
 
-		rc = open_chain(x, err, errlen);
-		if (rc)
-			return rc;
-		/* A chain entry outlives its NF (the prog array holds the
-		 * program): a killed NF's steering finds no socket and passes
-		 * every frame to the kernel (tc splicer) until this replaces it.
-		 * nfsl_warn: stderr, also under --json. */
-		if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old)) {
-			pid_t holder = prog_holder(old);
+	rc = open_chain(x, err, errlen);
+	if (rc)
+		return rc;
+	/* A chain entry outlives its NF (the prog array holds the
+	 * program): a killed NF's steering finds no socket and passes
+	 * every frame to the kernel (tc splicer) until this replaces it.
+	 * nfsl_warn: stderr, also under --json. */
+	if (!bpf_map_lookup_elem(x->chain_fd, &zero, &old)) {
+		pid_t holder = prog_holder(old);
 
-			if (holder)
-				nfsl_warn("nfsl_xsk: warning: ",
-					  "domain %s already fed the steering program id %u of "
-					  "the running pid %d; replacing it (that NF gets no "
-					  "more frames)", x->o.domain, old, (int)holder);
-			else
-				nfsl_warn("nfsl_xsk: ",
-					  "domain %s: replacing the steering program id %u of "
-					  "an nfslice-nf that is gone", x->o.domain, old);
-		}
-		if (bpf_map_update_elem(x->chain_fd, &zero, &prog_fd, 0))
-			return fail(err, errlen, -errno, "cannot chain the steering program after the slicer of %s: %s",
-				    x->o.domain);
-		x->steering = true;
-		return 0;
+		if (holder)
+			nfsl_warn("nfsl_xsk: warning: ",
+				  "domain %s already fed the steering program id %u of "
+				  "the running pid %d; replacing it (that NF gets no "
+				  "more frames)", x->o.domain, old, (int)holder);
+		else
+			nfsl_warn("nfsl_xsk: ",
+				  "domain %s: replacing the steering program id %u of "
+				  "an nfslice-nf that is gone", x->o.domain, old);
 	}
+	if (bpf_map_update_elem(x->chain_fd, &zero, &prog_fd, 0))
+		return fail(err, errlen, -errno, "cannot chain the steering program after the slicer of %s: %s",
+			    x->o.domain);
+	return 0;
+}
+
+/* Start step 2, no domain: attach the program @prog_fd to each interface
+ * by a bpf_link of this process, taking over a dead NF's. */
+static int attach_links(struct nfsl_xsk *x, int prog_fd, char *err, size_t errlen)
+{
+	char buf[64];
+	int rc;
+
 	for (int i = 0; i < x->ndevs; i++) {
 		const char *other = xdp_prog_on(x->ifindex[i], buf, sizeof(buf));
 		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = XDP_FLAGS_DRV_MODE);
@@ -280,6 +288,24 @@ int nfsl_xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
 		x->steer_link[i] = rc;
 		x->steer_attached = true;
 	}
+	return 0;
+}
+
+int nfsl_xsk_steer_start(struct nfsl_xsk *x, char *err, size_t errlen)
+{
+	int prog_fd, rc;
+
+	x->steer = steer_bpf__open_and_load();
+	if (!x->steer)
+		return fail(err, errlen, -errno, "cannot load the steering program%s: %s", "");
+	prog_fd = bpf_program__fd(x->steer->progs.nfsl_steer);
+	rc = maps_fill(x, err, errlen);
+	if (rc)
+		return rc;
+	rc = x->o.domain ? chain_after_slicer(x, prog_fd, err, errlen)
+			 : attach_links(x, prog_fd, err, errlen);
+	if (rc)
+		return rc;
 	x->steering = true;
 	return 0;
 }

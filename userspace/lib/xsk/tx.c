@@ -75,7 +75,7 @@ static bool tx_splice(struct nfsl_xsk_worker *w, struct nfsl_xsk_desc *d)
 	__u32 room = NFSL_XSK_FRAME - (d->addr & (NFSL_XSK_FRAME - 1));
 	__u32 mtu = __atomic_load_n(&x->mtu[d->out], __ATOMIC_RELAXED);
 
-	switch (nfsl_xsk_splice(&x->store, x->area + d->addr, &d->len, room, mtu)) {
+	switch (nfsl_xsk_splice_tok(&x->store, x->area + d->addr, &d->len, room, mtu, &d->tok)) {
 	case NFSL_XSK_SPLICE_NOT_SLICED:
 		return true;
 	case NFSL_XSK_SPLICE_SPLICED:
@@ -201,7 +201,8 @@ void nfsl_xsk_worker_drop(struct nfsl_xsk_worker *w, const struct nfsl_xsk_desc 
 		/* Explicit drop (PayloadPark §6.2.4): the payload's slot is
 		 * freed now rather than at expiry. */
 		if (w->x->inline_splice &&
-		    nfsl_xsk_release(&w->x->store, w->x->area + d[i].addr, d[i].len) == 1)
+		    nfsl_xsk_release_tok(&w->x->store, w->x->area + d[i].addr, d[i].len,
+					 &d[i].tok) == 1)
 			w->st.released++;
 		addr[k++] = d[i].addr;
 	}

@@ -293,6 +293,150 @@ static void store_warn(const struct nfsl_xsk *x, int nsocks)
 			c->part_slots, c->expiry);
 }
 
+/* Open step 2: one group per (interface, RX queue), and the sockets they
+ * need (*@nsocks). Returns 0 or -errno with a message. */
+static int groups_plan(struct nfsl_xsk *x, int *nsocks, char *err, size_t errlen)
+{
+	for (int d = 0; d < x->ndevs; d++)
+		x->ngroups += x->nqueues[d];
+	x->groups = calloc(x->ngroups, sizeof(*x->groups));
+	x->workers = calloc(x->nworkers, sizeof(*x->workers));
+	if (!x->groups || !x->workers)
+		return nfsl_errf(err, errlen, -ENOMEM, "out of memory");
+	*nsocks = 0;
+	for (int d = 0, gi = 0; d < x->ndevs; d++) {
+		for (__u32 q = 0; q < x->nqueues[d]; q++, gi++) {
+			x->groups[gi].dev = d;
+			x->groups[gi].ifindex = x->ifindex[d];
+			x->groups[gi].queue = q;
+			x->groups[gi].fill_size = fill_size(&x->o);
+			*nsocks += x->o.rx == NFSL_XSK_RXBISECT ? x->nworkers : 1;
+		}
+	}
+	if (*nsocks > NFSL_XSK_MAX_SOCKS)
+		return nfsl_errf(err, errlen, -E2BIG, "%d sockets needed, at most %d", *nsocks,
+				 NFSL_XSK_MAX_SOCKS);
+	return 0;
+}
+
+/* Open step 3: one area for every frame of the NF, the pool that hands
+ * them out, the working-set tracker and each worker's frame cache. */
+static int area_open(struct nfsl_xsk *x, int nsocks, char *err, size_t errlen)
+{
+	int rc;
+
+	x->nframes = x->o.frames ? x->o.frames : frames_needed(x, nsocks);
+	x->area_len = (size_t)x->nframes * NFSL_XSK_FRAME;
+	x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (x->area == MAP_FAILED) {
+		x->area = NULL;
+		return nfsl_errf(err, errlen, -errno, "cannot map %zu bytes of UMEM: %s",
+				 x->area_len, strerror(errno));
+	}
+	rc = nfsl_xsk_pool_init(&x->pool, x->nframes);
+	if (!rc)
+		rc = nfsl_xsk_pool_seed(&x->pool, 0, x->nframes, NFSL_XSK_FRAME);
+	if (rc)
+		return nfsl_errf(err, errlen, rc, "cannot allocate the frame pool");
+	rc = nfsl_xsk_wset_init(&x->wset, x->nworkers, x->nframes, NFSL_XSK_FRAME, x->o.wset_ns,
+				nfsl_now_ns());
+	if (rc)
+		return nfsl_errf(err, errlen, rc, "cannot allocate the working-set tracker");
+	for (int i = 0; i < x->nworkers; i++) {
+		x->workers[i].x = x;
+		x->workers[i].id = i;
+		x->workers[i].efd = -1;
+		x->workers[i].ws = nfsl_xsk_wset_worker(&x->wset, i);
+		rc = nfsl_xsk_cache_init(&x->workers[i].cache, &x->pool, NFSL_XSK_CACHE);
+		if (rc)
+			return nfsl_errf(err, errlen, rc, "cannot allocate a frame cache");
+	}
+	return 0;
+}
+
+/* Open step 4 (inline): map the domain's store, for the splice. */
+static int store_attach(struct nfsl_xsk *x, char *err, size_t errlen)
+{
+	const char *name = x->o.domain;
+	struct nfsl_domain d;
+	int rc;
+
+	rc = nfsl_domain_open(&d, name);
+	if (rc)
+		return nfsl_errf(err, errlen, rc,
+				 rc == -ENOENT ? "no domain %s in this network namespace (nfslice attach --name %s ...)"
+					       : "cannot open domain %s: %s",
+				 name, rc == -ENOENT ? name : strerror(-rc));
+	rc = nfsl_xsk_store_open(&x->store, &d);
+	nfsl_domain_close(&d);
+	if (rc)
+		return nfsl_errf(err, errlen, rc, "cannot map the store of domain %s: %s", name,
+				 strerror(-rc));
+	x->inline_splice = true;
+	return 0;
+}
+
+/* Open step 5: each group's UMEM and rings, and its sockets. */
+static int sockets_open(struct nfsl_xsk *x, int nsocks, char *err, size_t errlen)
+{
+	int rc;
+
+	x->socks = calloc(nsocks, sizeof(*x->socks));
+	if (!x->socks)
+		return nfsl_errf(err, errlen, -ENOMEM, "out of memory");
+	for (int gi = 0; gi < x->ngroups; gi++) {
+		struct nfsl_xsk_group *g = &x->groups[gi];
+		int n = x->o.rx == NFSL_XSK_RXBISECT ? x->nworkers : 1;
+
+		rc = create_group(x, g, err, errlen);
+		if (rc)
+			return rc;
+		for (int k = 0; k < n; k++) {
+			struct nfsl_xsk_sock *s = &x->socks[x->nsocks];
+
+			s->key = x->nsocks;
+			rc = create_sock(x, g, s, err, errlen);
+			if (rc)
+				return rc;
+			x->nsocks++;
+		}
+	}
+	return 0;
+}
+
+/* Open step 6 (shring): the eventfd a dispatcher wakes each worker with,
+ * polled last. */
+static int workers_wake(struct nfsl_xsk *x, char *err, size_t errlen)
+{
+	for (int i = 0; x->o.rx == NFSL_XSK_SHRING && i < x->nworkers; i++) {
+		struct nfsl_xsk_worker *w = &x->workers[i];
+
+		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (w->efd < 0 || w->npfd >= NFSL_XSK_MAX_SOCKS_W)
+			return nfsl_errf(err, errlen, w->efd < 0 ? -errno : -E2BIG,
+					 "cannot create a worker's eventfd");
+		/* last entry: nfsl_xsk_worker_wait reads it when it fires */
+		w->pfd[w->npfd++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
+	}
+	return 0;
+}
+
+/* Open step 7: give the kernel its buffers before the first frame is
+ * steered, each fill ring from the worker that will own it. */
+static void fill_first(struct nfsl_xsk *x)
+{
+	for (int gi = 0; gi < x->ngroups; gi++) {
+		struct nfsl_xsk_group *g = &x->groups[gi];
+		int owner = g->socks[0] && x->o.rx != NFSL_XSK_RXBISECT &&
+					    x->o.rx != NFSL_XSK_SHRING
+				    ? (int)(g->queue % x->nworkers)
+				    : 0;
+
+		nfsl_xsk_fill_refill(&x->workers[owner], g);
+	}
+}
+
 int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *err,
 		  size_t errlen)
 {
@@ -308,149 +452,32 @@ int nfsl_xsk_open(const struct nfsl_xsk_opts *o, struct nfsl_xsk **out, char *er
 		x->steer_link[i] = -1;
 	x->ndevs = o->ndevs;
 	x->nworkers = o->workers;
+	/* each step returns 0 or -errno with its message in @err */
 	rc = check_opts(x, err, errlen);
-	if (rc)
-		goto out;
-
-	for (int d = 0; d < x->ndevs; d++)
-		x->ngroups += x->nqueues[d];
-	x->groups = calloc(x->ngroups, sizeof(*x->groups));
-	x->workers = calloc(x->nworkers, sizeof(*x->workers));
-	if (!x->groups || !x->workers) {
-		rc = nfsl_errf(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int d = 0, gi = 0; d < x->ndevs; d++) {
-		for (__u32 q = 0; q < x->nqueues[d]; q++, gi++) {
-			x->groups[gi].dev = d;
-			x->groups[gi].ifindex = x->ifindex[d];
-			x->groups[gi].queue = q;
-			x->groups[gi].fill_size = fill_size(&x->o);
-			nsocks += x->o.rx == NFSL_XSK_RXBISECT ? x->nworkers : 1;
-		}
-	}
-	if (nsocks > NFSL_XSK_MAX_SOCKS) {
-		rc = nfsl_errf(err, errlen, -E2BIG, "%d sockets needed, at most %d", nsocks,
-			  NFSL_XSK_MAX_SOCKS);
-		goto out;
-	}
-
-	/* One area for every frame of the NF. */
-	x->nframes = o->frames ? o->frames : frames_needed(x, nsocks);
-	x->area_len = (size_t)x->nframes * NFSL_XSK_FRAME;
-	x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (x->area == MAP_FAILED) {
-		x->area = NULL;
-		rc = nfsl_errf(err, errlen, -errno, "cannot map %zu bytes of UMEM: %s", x->area_len,
-			  strerror(errno));
-		goto out;
-	}
-	rc = nfsl_xsk_pool_init(&x->pool, x->nframes);
 	if (!rc)
-		rc = nfsl_xsk_pool_seed(&x->pool, 0, x->nframes, NFSL_XSK_FRAME);
+		rc = groups_plan(x, &nsocks, err, errlen);
+	if (!rc)
+		rc = area_open(x, nsocks, err, errlen);
+	if (!rc && o->domain)
+		rc = store_attach(x, err, errlen);
+	if (!rc)
+		rc = sockets_open(x, nsocks, err, errlen);
+	if (!rc)
+		rc = wire_workers(x, err, errlen);
+	if (!rc)
+		rc = workers_wake(x, err, errlen);
+	if (!rc) {
+		fill_first(x);
+		rc = nfsl_xsk_steer_start(x, err, errlen);
+	}
 	if (rc) {
-		rc = nfsl_errf(err, errlen, rc, "cannot allocate the frame pool");
-		goto out;
+		nfsl_xsk_close(x);
+		return rc;
 	}
-	{
-		rc = nfsl_xsk_wset_init(&x->wset, x->nworkers, x->nframes, NFSL_XSK_FRAME,
-					x->o.wset_ns, nfsl_now_ns());
-	}
-	if (rc) {
-		rc = nfsl_errf(err, errlen, rc, "cannot allocate the working-set tracker");
-		goto out;
-	}
-	for (int i = 0; i < x->nworkers; i++) {
-		x->workers[i].x = x;
-		x->workers[i].id = i;
-		x->workers[i].efd = -1;
-		x->workers[i].ws = nfsl_xsk_wset_worker(&x->wset, i);
-		rc = nfsl_xsk_cache_init(&x->workers[i].cache, &x->pool, NFSL_XSK_CACHE);
-		if (rc) {
-			rc = nfsl_errf(err, errlen, rc, "cannot allocate a frame cache");
-			goto out;
-		}
-	}
-
-	if (o->domain) {
-		struct nfsl_domain d;
-
-		rc = nfsl_domain_open(&d, o->domain);
-		if (rc) {
-			rc = nfsl_errf(err, errlen, rc,
-				  rc == -ENOENT ? "no domain %s in this network namespace (nfslice attach --name %s ...)"
-						: "cannot open domain %s: %s",
-				  o->domain, rc == -ENOENT ? o->domain : strerror(-rc));
-			goto out;
-		}
-		rc = nfsl_xsk_store_open(&x->store, &d);
-		nfsl_domain_close(&d);
-		if (rc) {
-			rc = nfsl_errf(err, errlen, rc, "cannot map the store of domain %s: %s", o->domain,
-				  strerror(-rc));
-			goto out;
-		}
-		x->inline_splice = true;
-	}
-
-	x->socks = calloc(nsocks, sizeof(*x->socks));
-	if (!x->socks) {
-		rc = nfsl_errf(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int gi = 0; gi < x->ngroups; gi++) {
-		struct nfsl_xsk_group *g = &x->groups[gi];
-		int n = x->o.rx == NFSL_XSK_RXBISECT ? x->nworkers : 1;
-
-		rc = create_group(x, g, err, errlen);
-		if (rc)
-			goto out;
-		for (int k = 0; k < n; k++) {
-			struct nfsl_xsk_sock *s = &x->socks[x->nsocks];
-
-			s->key = x->nsocks;
-			rc = create_sock(x, g, s, err, errlen);
-			if (rc)
-				goto out;
-			x->nsocks++;
-		}
-	}
-	rc = wire_workers(x, err, errlen);
-	if (rc)
-		goto out;
-	for (int i = 0; x->o.rx == NFSL_XSK_SHRING && i < x->nworkers; i++) {
-		struct nfsl_xsk_worker *w = &x->workers[i];
-
-		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (w->efd < 0 || w->npfd >= NFSL_XSK_MAX_SOCKS_W) {
-			rc = nfsl_errf(err, errlen, w->efd < 0 ? -errno : -E2BIG,
-				  "cannot create a worker's eventfd");
-			goto out;
-		}
-		/* last entry: nfsl_xsk_worker_wait reads it when it fires */
-		w->pfd[w->npfd++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
-	}
-	/* Give the kernel its buffers before the first frame is steered. */
-	for (int gi = 0; gi < x->ngroups; gi++) {
-		struct nfsl_xsk_group *g = &x->groups[gi];
-		int owner = g->socks[0] && x->o.rx != NFSL_XSK_RXBISECT &&
-					    x->o.rx != NFSL_XSK_SHRING
-				    ? (int)(g->queue % x->nworkers)
-				    : 0;
-
-		nfsl_xsk_fill_refill(&x->workers[owner], g);
-	}
-	rc = nfsl_xsk_steer_start(x, err, errlen);
-	if (rc)
-		goto out;
 	if (x->inline_splice)
 		store_warn(x, nsocks);
 	*out = x;
 	return 0;
-out:
-	nfsl_xsk_close(x);
-	return rc;
 }
 
 void nfsl_xsk_stop_steering(struct nfsl_xsk *x)
@@ -540,11 +567,6 @@ int nfsl_xsk_nworkers(const struct nfsl_xsk *x)
 	return x->nworkers;
 }
 
-int nfsl_xsk_ndevs(const struct nfsl_xsk *x)
-{
-	return x->ndevs;
-}
-
 __u8 *nfsl_xsk_area(const struct nfsl_xsk *x)
 {
 	return x->area;
@@ -629,10 +651,8 @@ void nfsl_xsk_snapshot(struct nfsl_xsk *x, struct nfsl_xsk_wset_snap *ws,
 	}
 }
 
-__u32 nfsl_xsk_frame_orig_len(const struct nfsl_xsk *x, const __u8 *frame, __u32 len)
+__u32 nfsl_xsk_frame_orig_len(struct nfsl_xsk *x, struct nfsl_xsk_desc *d)
 {
-	/* Not const for the store: a token under neither key re-reads its
-	 * config cache (the keys), which is not what x's callers see. */
-	return nfsl_xsk_orig_len(x->inline_splice ? (struct nfsl_xsk_store *)&x->store : NULL,
-				 frame, len);
+	return nfsl_xsk_orig_len_tok(x->inline_splice ? &x->store : NULL, x->area + d->addr,
+				     d->len, &d->tok);
 }
