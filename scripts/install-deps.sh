@@ -13,6 +13,8 @@ PKGS=(
 	libclang-rt-14-dev
 	iproute2 iputils-ping nftables iperf3 ethtool tcpdump curl linux-perf
 	python3 python3-pytest python3-scapy python3-pyroute2 python3-matplotlib
+	# pytest -n: the integration test files on every CPU (tests/run.sh)
+	python3-pytest-xdist
 	python3-bpfcc linux-headers-amd64
 	# systemd-analyze: nfsliced.service's exposure check (test_unit.py)
 	systemd

@@ -3,7 +3,10 @@
 #
 # Run the whole suite after `make all unit fuzz-build` (what `make test` does):
 #   1. unit: Criterion, slicer/splicer through BPF_PROG_TEST_RUN (build/test_datapath)
-#   2. integration: pytest in network-namespace rigs it builds and removes
+#   2. integration: pytest in network-namespace rigs it builds and removes,
+#      PYTEST_JOBS test files at a time (default: the CPUs; pytest-xdist,
+#      --dist loadfile: a file's tests run in order in one process, its
+#      rigs shared as written; PYTEST_JOBS=0 runs them in this process)
 #   3. fuzz: each libFuzzer target of tests/fuzz/ for FUZZ_SMOKE seconds
 #      (default 3) from its seed corpus: a crash fails the run
 # Exit status is non-zero if any part fails. Needs root.
@@ -22,7 +25,10 @@ build/test_datapath || rc=1
 
 echo "== integration tests (pytest, netns rigs)"
 # Debian's pytest and scapy live with /usr/bin/python3 (docs/platform.md).
-/usr/bin/python3 -m pytest -ra -p no:cacheprovider tests/integration || rc=1
+# Every rig's namespaces carry its process's run id (nfsl.rig.name), so two
+# files running side by side never touch each other's.
+/usr/bin/python3 -m pytest -ra -p no:cacheprovider -n "${PYTEST_JOBS:-$(nproc)}" \
+	--dist loadfile tests/integration || rc=1
 
 echo "== fuzz targets (libFuzzer, ${FUZZ_SMOKE:-3} s each)"
 tests/fuzz/run.sh "${FUZZ_SMOKE:-3}" || rc=1

@@ -12,8 +12,9 @@ removes them at the end, also on failure:
                                      namespace: the warning for a peer
                                      elsewhere
 The sink is loaded fresh for every test that reads it (pins in a private
-bpffs mount of the module); it verifies the IPv4 header and L4 checksums of
-every frame and the stamp sequence numbers, and keeps the first 64 frames.
+bpffs mount of the module); it verifies the L4 checksum of every frame (and
+the header checksum of an IPv4 one) and the stamp sequence numbers, and
+keeps the first 64 frames.
 Every generator run is bounded by --count or --duration.
 """
 import itertools
@@ -105,7 +106,8 @@ def bpffs():
 
 
 class Sink:
-    """bpf/pktgen_sink.bpf.c on pg1, read through its pinned maps."""
+    """userspace/nfslice-pktgen/pktgen_sink.bpf.c on pg1, read through its
+    pinned maps."""
 
     def __init__(self, pins):
         self.pins = pins
