@@ -136,7 +136,7 @@ bool mgr_needs_lock(const struct nfsl_ctl_req *r)
 /*
  * Instances that nfslice migrate attached holding and whose migration is
  * gone (holding.h) are detached by `nfslice gc`, run here: detaching is
- * the CLI's engine (loader/attach.c), and gc does it in the instance's
+ * the library's engine (nfsl/detach.h), and gc does it in the instance's
  * namespace under the host-wide lock. nfslice is looked for beside this
  * binary (both are installed in one directory, and built into build/).
  * Waits for it (a detach of a domain with nothing parked takes
