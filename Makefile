@@ -71,6 +71,7 @@ bench-build: bpf lib bench-bpf
 	$(Q)$(MAKE) -C bench/nfcost
 	$(Q)$(MAKE) -C bench/ttlscan
 	$(Q)$(MAKE) -C bench/xsksplice
+	$(Q)$(MAKE) -C bench/flowport
 
 unit: bpf lib
 	$(Q)$(MAKE) -C tests/unit

@@ -153,7 +153,7 @@ from nfsl import bench as B
 from nfsl import lat as L
 from nfsl import ndr as N
 from xsk_rig import (
-    ADDR, ARCHS, DPORT, DRAIN_S, LOW_RATE, MEAS_SPORT, NF, NFError, NF_BIN,
+    ADDR, ARCHS, DPORT, DRAIN_S, FLOWPORT, LOW_RATE, MEAS_SPORT, NF, NFError, NF_BIN,
     OTHER_RETRY, PATHS, QMAP_OBJ, REPORT_S, Rig, SINK_OBJ, SLICE_MIN,
     STALL, Session, log, port_for_worker, run_gens, snapshot)
 from xsk_report import (
@@ -578,7 +578,8 @@ def main(argv):
     a = parse(argv)
     if a.from_json:
         return from_json(a)
-    results = B.preflight("exp_xsk.py", a, argv, files=(NF_BIN, SINK_OBJ, QMAP_OBJ),
+    results = B.preflight("exp_xsk.py", a, argv,
+                          files=(NF_BIN, SINK_OBJ, QMAP_OBJ, FLOWPORT),
                           tools=("tc", "bpftool", "ip"))
     if results is None:
         return 1

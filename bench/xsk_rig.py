@@ -6,7 +6,6 @@ units are exp_xsk.py's: frames/s, bytes, seconds."""
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import threading
@@ -65,35 +64,19 @@ def log(msg):
 
 
 # --------------------------------------------------------------- hash --
-M32 = 0xffffffff
-
-
-def fmix32(h):
-    h &= M32
-    h ^= h >> 16
-    h = (h * 0x85ebca6b) & M32
-    h ^= h >> 13
-    h = (h * 0xc2b2ae35) & M32
-    h ^= h >> 16
-    return h
-
-
-def flow_worker(src, dst, sport, dport, n, proto=17):
-    """Worker (or 4q queue) of a flow: nfsl_flow_hash + nfsl_flow_pick of
-    include/nfsl_flow.h (fields as loaded in network byte order on x86)."""
-    s = int.from_bytes(socket.inet_aton(src), "little")
-    d = int.from_bytes(socket.inet_aton(dst), "little")
-    p = (int.from_bytes(sport.to_bytes(2, "big"), "little")
-         ^ int.from_bytes(dport.to_bytes(2, "big"), "little"))
-    h = fmix32(fmix32(proto ^ s ^ d) ^ p)
-    return (h * n) >> 32
+FLOWPORT = B.ROOT / "build" / "nfslice-bench-flowport"
 
 
 def port_for_worker(src, dst, n, want, avoid=range(SPORT, SPORT + 64)):
-    for p in range(20000, 60000):
-        if p not in avoid and flow_worker(src, dst, p, DPORT, n) == want:
-            return p
-    raise RuntimeError("no source port for worker %d" % want)
+    """The first UDP source port (from 20000) of a flow SRC -> DST:DPORT
+    that the steering sends to worker WANT of N, outside AVOID: asked of
+    build/nfslice-bench-flowport, which hashes with include/nfsl_flow.h."""
+    cp = subprocess.run([str(FLOWPORT), src, dst, str(DPORT), str(n), str(want),
+                         str(avoid.start), str(avoid.stop)],
+                        capture_output=True, text=True, timeout=10)
+    if cp.returncode != 0:
+        raise RuntimeError(f"{FLOWPORT}: {cp.stderr.strip()}")
+    return int(cp.stdout)
 
 
 # ---------------------------------------------------------------- rig --

@@ -98,3 +98,38 @@ def test_ndr_bisect_brackets_and_retries():
     assert len(tried) == 7
     assert ndr.passes(0.0009) and not ndr.passes(0.001)
     assert not ndr.passes(None)
+
+
+FLOWPORT = ROOT / "build" / "nfslice-bench-flowport"
+
+
+@pytest.mark.parametrize("src,dst,n,avoid,ports", [
+    ("10.211.3.2", "10.211.4.2", 4, (1024, 1088), [20003, 20005, 20000, 20001]),
+    ("10.211.1.2", "10.211.2.2", 2, (20000, 20010), [20014, 20010]),
+])
+def test_flowport_is_the_steering_hash(src, dst, n, avoid, ports):
+    """bench/xsk_rig.py's flows per worker come from include/nfsl_flow.h
+    through build/nfslice-bench-flowport, not a copy of the hash; the
+    expected ports are those of the independent Python model of
+    nfsl_flow_hash + nfsl_flow_pick it replaced (bench/xsk_rig.py at
+    954181a), for the benchmark's own addresses."""
+    got = []
+    for want in range(n):
+        cp = subprocess.run([str(FLOWPORT), src, dst, "5201", str(n), str(want),
+                             *map(str, avoid)], capture_output=True, text=True,
+                            timeout=10)
+        assert cp.returncode == 0, cp.stderr
+        got.append(int(cp.stdout))
+    assert got == ports
+
+
+@pytest.mark.parametrize("args,what", [
+    (("10.0.0.1", "10.0.0.2", "5201", "4"), "give SRC DST DPORT N WANT"),
+    (("10.0.0.1", "10.0.0.x", "5201", "4", "0"), "SRC and DST are IPv4"),
+    (("10.0.0.1", "10.0.0.2", "5201", "4", "4"), "WANT 0..N-1, in decimal"),
+    (("10.0.0.1", "10.0.0.2", "0x10", "4", "0"), "DPORT is 0..65535"),
+])
+def test_flowport_usage(args, what):
+    cp = subprocess.run([str(FLOWPORT), *args], capture_output=True, text=True,
+                        timeout=10)
+    assert cp.returncode == 2 and what in cp.stderr, cp.stderr

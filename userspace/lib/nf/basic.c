@@ -12,6 +12,7 @@
 #include "util/cli.h"
 #include "nf/nfsl_nf.h"
 #include "nf/nfsl_nf_fwd.h"
+#include "util/params.h"
 
 static void rxdrop(void *shared, void *mine, struct nfsl_nf_pkt *p, unsigned int n,
 		   const struct nfsl_nf_ctx *ctx)
@@ -33,19 +34,21 @@ struct l2fwd_worker {
 	__u64 misdirected; /* sent out of one device to a neighbour of the other only */
 };
 
+/* l2fwd's one KEY=VALUE option, read by nfsl_kv_parse: the test hook
+ * neigh= (a neighbour table file instead of the kernel's). */
+static const struct nfsl_opt l2fwd_keys[] = {
+	{ "neigh", NFSL_OPT_STR, 0, .metavar = "PATH" },
+	{ NULL },
+};
+
 static int l2fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err,
 		      size_t errlen)
 {
 	const char *neigh = NULL;
 	struct l2fwd_shared *sh;
 
-	for (const char *const *kv = conf->kv; kv && *kv; kv++) {
-		if (strncmp(*kv, "neigh=", 6)) {
-			snprintf(err, errlen, "unknown option '%s' (l2fwd takes none)", *kv);
-			return -EINVAL;
-		}
-		neigh = *kv + 6;
-	}
+	if (nfsl_kv_parse(l2fwd_keys, conf->kv, &neigh, err, errlen))
+		return -EINVAL;
 	/* One device: the frame goes back where its sender is. */
 	if (conf->ndevs != 2 || !conf->devs)
 		return 0;

@@ -5,11 +5,13 @@
  * The classifier is fw_cls.c, the rules file fw_rules.c.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nfsl_parse.h"
 #include "nf/nfsl_nf_fw.h"
+#include "util/params.h"
 
 struct fw_shared {
 	struct nfsl_fw *fw;
@@ -27,18 +29,24 @@ struct fw_worker {
 	__u64 hits[]; /* per rule */
 };
 
-static int action_opt(const char *key, const char *v, __u8 *a, char *err, size_t errlen)
-{
-	if (!strcmp(v, "allow"))
-		*a = NFSL_FW_ALLOW;
-	else if (!strcmp(v, "deny"))
-		*a = NFSL_FW_DENY;
-	else {
-		snprintf(err, errlen, "fw: %s=%s: write %s=allow or %s=deny", key, v, key, key);
-		return -EINVAL;
-	}
-	return 0;
-}
+/* fw's KEY=VALUE options (docs/nf.md "Firewall"), read by nfsl_kv_parse;
+ * the actions' index is their NFSL_FW_ value. */
+static const char *const fw_actions[] = { "allow", "deny", NULL };
+
+struct fw_kv {
+	const char *rules;
+	int dflt, nonip; /* NFSL_FW_ALLOW or NFSL_FW_DENY */
+};
+
+#define FW_KOFF(f) offsetof(struct fw_kv, f)
+static const struct nfsl_opt fw_keys[] = {
+	{ "rules", NFSL_OPT_STR, FW_KOFF(rules), .metavar = "PATH" },
+	{ "default", NFSL_OPT_ENUM, FW_KOFF(dflt), .choices = fw_actions,
+	  .metavar = "allow|deny", .bad = ": write default=allow or default=deny" },
+	{ "nonip", NFSL_OPT_ENUM, FW_KOFF(nonip), .choices = fw_actions,
+	  .metavar = "allow|deny", .bad = ": write nonip=allow or nonip=deny" },
+	{ NULL },
+};
 
 static void fw_fini(void *shared)
 {
@@ -55,31 +63,20 @@ static int fw_init(void **shared, const struct nfsl_nf_conf *conf, char *err, si
 {
 	struct fw_shared *s;
 	struct nfsl_fw_rules rs = {};
-	const char *path = NULL;
-	__u8 dflt = NFSL_FW_ALLOW, nonip = NFSL_FW_ALLOW;
+	struct fw_kv k = { .dflt = NFSL_FW_ALLOW, .nonip = NFSL_FW_ALLOW };
+	const char *path;
+	__u8 dflt, nonip;
 	char msg[512];
 	int rc;
 
 	*shared = NULL;
-	for (const char *const *kv = conf->kv; kv && *kv; kv++) {
-		const char *eq = strchr(*kv, '=');
-
-		if (eq && !strncmp(*kv, "rules=", 6)) {
-			path = eq + 1;
-		} else if (eq && !strncmp(*kv, "default=", 8)) {
-			rc = action_opt("default", eq + 1, &dflt, err, errlen);
-			if (rc)
-				return rc;
-		} else if (eq && !strncmp(*kv, "nonip=", 6)) {
-			rc = action_opt("nonip", eq + 1, &nonip, err, errlen);
-			if (rc)
-				return rc;
-		} else {
-			snprintf(err, errlen, "fw: unknown option \"%s\": fw takes rules=PATH, "
-				 "default=allow|deny, nonip=allow|deny", *kv);
-			return -EINVAL;
-		}
+	if (nfsl_kv_parse(fw_keys, conf->kv, &k, msg, sizeof(msg))) {
+		snprintf(err, errlen, "fw: %s", msg);
+		return -EINVAL;
 	}
+	path = k.rules;
+	dflt = k.dflt;
+	nonip = k.nonip;
 	if (!path || !*path) {
 		snprintf(err, errlen, "fw: no rules file: give rules=PATH (format in "
 			 "docs/nf.md#firewall; an empty file allows everything)");

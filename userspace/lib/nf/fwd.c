@@ -3,6 +3,7 @@
  * checks its frames against (nfsl_nf_fwd.h; docs/nf.md "Forwarding"). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "nf/nfsl_nf_fwd.h"
+#include "util/params.h"
 #include "util/value.h"
 #include "nfsl_csum.h"
 #include "nfsl_parse.h"
@@ -111,32 +113,33 @@ static int dev_mac(const char *name, __u8 *mac)
 	return err;
 }
 
-/* The value of option @key in @conf, or NULL. */
-static const char *opt(const struct nfsl_nf_conf *conf, const char *key)
-{
-	size_t n = strlen(key);
+/* fwd's KEY=VALUE options (docs/nf.md), read by nfsl_kv_parse: the next
+ * hop per device D (0 or 1) as a MAC or an IPv4 address, and the test
+ * hook neigh= (a neighbour table file instead of the kernel's). The values
+ * are read below, where the messages can name the device. */
+struct fwd_kv {
+	const char *mac[2], *via[2], *neigh;
+};
 
-	for (const char *const *kv = conf->kv; kv && *kv; kv++)
-		if (!strncmp(*kv, key, n) && (*kv)[n] == '=')
-			return *kv + n + 1;
-	return NULL;
-}
+#define FWD_KOFF(f) offsetof(struct fwd_kv, f)
+static const struct nfsl_opt fwd_keys[] = {
+	{ "mac0", NFSL_OPT_STR, FWD_KOFF(mac[0]), .metavar = "MAC" },
+	{ "mac1", NFSL_OPT_STR, FWD_KOFF(mac[1]), .metavar = "MAC" },
+	{ "via0", NFSL_OPT_STR, FWD_KOFF(via[0]), .metavar = "IPv4" },
+	{ "via1", NFSL_OPT_STR, FWD_KOFF(via[1]), .metavar = "IPv4" },
+	{ "neigh", NFSL_OPT_STR, FWD_KOFF(neigh), .metavar = "PATH" },
+	{ NULL },
+};
 
 static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, size_t errlen)
 {
 	struct nfsl_nf_neigh *nt = NULL;
+	struct fwd_kv k = {};
 	struct fwd_shared *sh;
 	int rc = -EINVAL;
 
-	for (const char *const *kv = conf->kv; kv && *kv; kv++) {
-		if (strncmp(*kv, "mac0=", 5) && strncmp(*kv, "mac1=", 5) &&
-		    strncmp(*kv, "via0=", 5) && strncmp(*kv, "via1=", 5) &&
-		    strncmp(*kv, "neigh=", 6)) {
-			snprintf(err, errlen, "unknown option '%s' (fwd takes macD=MAC or "
-				 "viaD=IPv4 per device D, 0 or 1)", *kv);
-			return -EINVAL;
-		}
-	}
+	if (nfsl_kv_parse(fwd_keys, conf->kv, &k, err, errlen))
+		return -EINVAL;
 	if (!conf->devs || conf->ndevs < 1 || conf->ndevs > 2) {
 		snprintf(err, errlen, "fwd runs on one or two devices");
 		return -EINVAL;
@@ -153,8 +156,8 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 		struct nfsl_ip vip;
 
 		kmac[3] = kvia[3] = '0' + d;
-		mac = opt(conf, kmac);
-		via = opt(conf, kvia);
+		mac = k.mac[d];
+		via = k.via[d];
 		rc = dev_mac(conf->devs[d], sh->src[d]);
 		if (rc) {
 			snprintf(err, errlen, "cannot read the MAC address of %s: %s",
@@ -184,7 +187,7 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 		a = vip.v4;
 		if (!nt) {
 			nt = malloc(sizeof(*nt));
-			rc = nt ? nfsl_nf_neigh_load(nt, opt(conf, "neigh"), conf->devs,
+			rc = nt ? nfsl_nf_neigh_load(nt, k.neigh, conf->devs,
 						     conf->ndevs) : -ENOMEM;
 			if (rc) {
 				snprintf(err, errlen, "cannot read the neighbour table: %s",
@@ -206,7 +209,7 @@ static int fwd_init(void **shared, const struct nfsl_nf_conf *conf, char *err, s
 	sh->ndevs = conf->ndevs;
 	for (unsigned int d = 0; d < conf->ndevs; d++)
 		sh->devs[d] = conf->devs[d];
-	snprintf(sh->neigh, sizeof(sh->neigh), "%s", opt(conf, "neigh") ?: "");
+	snprintf(sh->neigh, sizeof(sh->neigh), "%s", k.neigh ?: "");
 	sh->next_ns = 0;
 	*shared = sh;
 	return 0;
