@@ -49,6 +49,35 @@ def pytest_sessionstart(session):
     signal.signal(signal.SIGTERM, _interrupt)
 
 
+# Test files that start nfsliced: the daemon manages every domain on the
+# host (TTL eviction, metrics, gc), so two of them at once would evict and
+# count each other's payloads. Under pytest-xdist (tests/run.sh) they run
+# one after another in one worker.
+HOST_DAEMON_FILES = {"test_bcc", "test_daemon_clients", "test_manager",
+                     "test_manager_state", "test_migrate", "test_retired",
+                     "test_tenants", "test_ttl", "test_unit"}
+# Test files that time the generator's own pacing (pktgen's --burst-us and
+# rate, the delay line, the latency sink, the rate-shaped topologies): the
+# mark "solo" has tests/run.sh run them after the others, alone on the
+# host, as a CPU shared with another test file would make them late.
+SOLO_FILES = {"test_pktgen", "test_delay", "test_latency_sink",
+              "test_topologies"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under `-n N --dist loadgroup` a file's tests run in order in one
+    worker (its module rigs built once, as written): each file is an
+    xdist group, and HOST_DAEMON_FILES are one group together. SOLO_FILES
+    get the mark "solo" (before -m selects by it)."""
+    for item in items:
+        mod = item.module.__name__.rsplit(".", 1)[-1]
+        group = "nfsliced" if mod in HOST_DAEMON_FILES else mod
+        item.add_marker(pytest.mark.xdist_group(group))
+        if mod in SOLO_FILES:
+            item.add_marker(pytest.mark.solo)
+
+
 def pytest_report_header(config):
     """Name this run's namespaces in the header (to find leftovers)."""
     return f"namespaces and rigs of this run: {nfrig.RUN_PREFIX}*"
