@@ -7,7 +7,6 @@ it, as the tests and bench/exp_migrate.py use it."""
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -79,21 +78,9 @@ class Lab:
         """Detach every nfslice domain of ROLE's namespace, found through
         its pin directory, and remove pins a detach left (only this
         namespace has this cookie). Returns the failed detaches, described."""
-        errors = []
-        nsdir = self.nfrig.BPFFS / "nfslice" / f"ns{self.cookies[role]}"
-        if not nsdir.is_dir():
-            return errors
-        for d in sorted(nsdir.iterdir()):
-            cp = self.nfslice(role, "detach", "--name", d.name, check=False)
-            if cp.returncode != 0:
-                errors.append(self.nfrig.describe(cp))
-            if d.exists():
-                shutil.rmtree(d, ignore_errors=True)
-        try:
-            nsdir.rmdir()
-        except OSError:
-            pass
-        return errors
+        return self.nfrig.purge_domains(
+            self.cookies[role],
+            lambda dom: self.nfslice(role, "detach", "--name", dom, check=False))
 
     # ------------------------------------------------------- commands --
     def host(self, *args, check=True, timeout=30, input=None):

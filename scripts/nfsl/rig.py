@@ -170,6 +170,28 @@ def remove_leftovers():
         p.unlink(missing_ok=True)
 
 
+def purge_domains(cookie, detach):
+    """Detach every nfslice domain pinned under namespace cookie COOKIE
+    with DETACH(name) (a CompletedProcess), then remove the pins a detach
+    left and the namespace's pin directory (only that namespace has the
+    cookie). Returns the failed detaches, described."""
+    errors = []
+    nsdir = BPFFS / "nfslice" / f"ns{cookie}"
+    if not nsdir.is_dir():
+        return errors
+    for d in sorted(nsdir.iterdir()):
+        cp = detach(d.name)
+        if cp.returncode != 0:
+            errors.append(describe(cp))
+        if d.exists():
+            shutil.rmtree(d, ignore_errors=True)
+    try:
+        nsdir.rmdir()
+    except OSError:
+        pass
+    return errors
+
+
 def _tcx_egress(dev, prog_id=None):
     """Ids of DEV's TCX egress programs (nfsl.libbpf), then PROG_ID, if
     given, detached from it; run in DEV's namespace with in_netns()."""
@@ -364,19 +386,8 @@ class Rig(AssertTopo):
         """
         errors = []
         for role, cookie in self.cookies.items():
-            nsdir = BPFFS / "nfslice" / f"ns{cookie}"
-            if not nsdir.is_dir():
-                continue
-            for d in sorted(nsdir.iterdir()):
-                cp = self.nfslice("detach", "--name", d.name, where=role)
-                if cp.returncode != 0:
-                    errors.append(describe(cp))
-                if d.exists():
-                    shutil.rmtree(d, ignore_errors=True)
-            try:
-                nsdir.rmdir()
-            except OSError:
-                pass
+            errors += purge_domains(cookie, lambda dom, role=role: self.nfslice(
+                "detach", "--name", dom, where=role))
         return errors
 
     # ------------------------------------------------------- processes --

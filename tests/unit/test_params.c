@@ -179,9 +179,7 @@ static const struct nfsl_cmd p_cmd = {
 	.max_args = 1,
 	.summary = "test",
 	.description = "test",
-	.opts = p_table,
-	.opts_size = sizeof(struct p_opts),
-	.defaults = &p_defaults,
+	NFSL_CMD_OPTS(p_table, struct p_opts, p_defaults),
 };
 
 static int pparse(struct p_opts *o, int argc, const char **args)

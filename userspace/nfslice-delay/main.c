@@ -72,9 +72,7 @@ static const struct nfsl_cmd cmd = {
 		       "never below USEC; above it by the wakeup latency (timer slack is set\n"
 		       "to 1 ns). Exit 0 after a report, 1 on a system error, 2 on bad\n"
 		       "arguments.",
-	.opts = table,
-	.opts_size = sizeof(struct dl_opts),
-	.defaults = &defaults,
+	NFSL_CMD_OPTS(table, struct dl_opts, defaults),
 	.see_also = "nfslice(8), nfslice-pktgen(8)",
 };
 

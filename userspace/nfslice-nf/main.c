@@ -144,9 +144,7 @@ static const struct nfsl_cmd cmd = {
 		"--stats-interval and at exit. On SIGINT or SIGTERM the sockets leave the\n"
 		"XSKMAP first (frames then take the kernel path), frames already received\n"
 		"are processed and sent, then everything is closed.",
-	.opts = table,
-	.opts_size = sizeof(struct nf_opts),
-	.defaults = &defaults,
+	NFSL_CMD_OPTS(table, struct nf_opts, defaults),
 	.exit_status = "  0  stopped cleanly\n"
 		       "  1  a system error (message on stderr)\n"
 		       "  2  bad arguments",

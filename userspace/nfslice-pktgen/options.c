@@ -115,9 +115,7 @@ static const struct nfsl_cmd cmd = {
 		"preamble, inter-frame gap). --pcap replays frames as they are (no\n"
 		"header options apply; --rate does; pcap timestamps are ignored).\n"
 		"Exit status: 0 done, 1 the run failed, 2 bad arguments.",
-	.opts = table,
-	.opts_size = sizeof(struct pg_opts),
-	.defaults = &defaults,
+	NFSL_CMD_OPTS(table, struct pg_opts, defaults),
 	.env = env,
 	.see_also = "nfslice(8), nfslice-delay(8)",
 };

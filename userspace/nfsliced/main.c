@@ -109,9 +109,7 @@ static const struct nfsl_cmd cmd = {
 		"stop signal or after --duration, 1 when it cannot start (another\n"
 		"nfsliced on the socket, NFSLICE_BPFFS not a bpffs), 2 on bad\n"
 		"arguments.",
-	.opts = table,
-	.opts_size = sizeof(struct mgr_opts),
-	.defaults = &defaults,
+	NFSL_CMD_OPTS(table, struct mgr_opts, defaults),
 	.caps = NFSL_CAP(CAP_BPF) | NFSL_CAP(CAP_SYS_ADMIN),
 	.caps_why = "read and write the domains' pinned maps",
 	.env = env,

@@ -95,6 +95,12 @@ struct nfsl_cmd {
 	const char *see_also;   /* e.g. "nfslice(8)" */
 };
 
+/* The three fields of struct nfsl_cmd that go together: the declared
+ * option table @table, the options' struct @type and its defaults @dflt
+ * (a const @type). */
+#define NFSL_CMD_OPTS(table, type, dflt) \
+	.opts = (table), .opts_size = sizeof(type), .defaults = &(dflt)
+
 /*
  * A program with subcommands (nfslice), as its usage, man page and bash
  * completion show it. A program that is one command (nfslice-pktgen) is
