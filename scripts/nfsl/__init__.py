@@ -4,9 +4,13 @@
 Modules (one job each):
   topo     one handle on a topology of scripts/{rig,topo_inline,topo_park}.sh
   rig      the integration tests' rig (Rig, name(), run(), poll())
-  tap      the TAP NF and the namespace lab around it (Lab, nic_lab)
-  pkt      crafted packets: build, send (scapy), capture, parse, compare
+  counters the counter names of include/nfsl_structs.h's X-macros
+  netns    code run inside a namespace without a new interpreter (in_netns)
+  tap      the TAP NF and checked UDP; lab: the namespace lab around it
+  pkt      crafted packets: build (scapy), send, capture, parse, compare
+  libbpf   the bpf(2) commands bpftool lacks (TCX, run-time stats), ctypes
   bench    the benchmarks' topologies, pktgen runs and reports
+  ndr      the no-drop-rate search and report of exp_xsk and exp_nf
   lat      the latency benchmark's sink and pktgen runs
   cpustat  CPU time per core over a run (/proc/stat, /proc/softirqs)
   fwgen    ClassBench-style rules and traffic for the fw NF

@@ -7,16 +7,11 @@ as scripts/install-deps.sh installs it) has all three, so nothing here
 hand-packs a bpf_attr or calls bpf(2) by its syscall number.
 
 Errors: OSError(errno, "libbpf NAME(...)") from the libbpf call that failed.
-
-As a command (in the namespace of the device, for the tests' rig):
-    python3 -m nfsl.libbpf tcx-egress DEV [PROG_ID]
-prints the ids of DEV's TCX egress programs on one line, space-separated,
-then detaches PROG_ID (when given) from it.
+The TCX calls act in the caller's network namespace: the tests' rig runs
+them in the device's with nfsl.netns.in_netns.
 """
 import ctypes
 import os
-import socket
-import sys
 
 BPF_STATS_RUN_TIME = 0      # enum bpf_stats_type
 BPF_TCX_EGRESS = 47         # enum bpf_attach_type (<linux/bpf.h>, 6.6)
@@ -78,19 +73,3 @@ def tcx_detach(ifindex, prog_id):
     finally:
         os.close(fd)
 
-
-def main(argv):
-    """`tcx-egress DEV [PROG_ID]` (module docstring); exit status."""
-    if len(argv) not in (2, 3) or argv[0] != "tcx-egress":
-        print("usage: python3 -m nfsl.libbpf tcx-egress DEV [PROG_ID]",
-              file=sys.stderr)
-        return 2
-    ifindex = socket.if_nametoindex(argv[1])
-    print(" ".join(map(str, tcx_egress(ifindex))), flush=True)
-    if len(argv) == 3:
-        tcx_detach(ifindex, int(argv[2]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

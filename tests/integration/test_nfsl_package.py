@@ -61,15 +61,6 @@ def test_bench_never_imports_tests():
                        f"scripts/nfsl")
 
 
-def test_libbpf_command_usage():
-    """`python3 -m nfsl.libbpf` without its command: usage, exit 2."""
-    cp = subprocess.run(["/usr/bin/python3", "-m", "nfsl.libbpf"],
-                        capture_output=True, text=True, timeout=30)
-    assert (cp.returncode, cp.stdout) == (2, "")
-    assert cp.stderr == ("usage: python3 -m nfsl.libbpf tcx-egress DEV "
-                         "[PROG_ID]\n")
-
-
 def test_libbpf_errors_name_the_call():
     """A failed libbpf call raises OSError with its errno and names the
     call (no program has id 2**32 - 1)."""
