@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Namespaces, a TAP "remote NF" and checked UDP endpoints for the tests
-that build their own topologies (test_nonlinear.py, test_attach_order.py,
-test_uppers.py).
+"""Namespaces, a TAP "remote NF", checked UDP endpoints and a paced
+download for the tests that build their own topologies (test_nonlinear.py,
+test_attach_order.py, test_uppers.py) and run traffic under an operation.
 
-Three parts:
+Four parts:
 
 - Lab: a set of network namespaces with per-run unique names, the
   processes started in them and the nfslice domains attached there.
@@ -29,6 +29,10 @@ Three parts:
   even our header left), or corrupt. An end marker per flow (a small,
   never sliced datagram carrying the number sent) lets the receiver count
   the losses and exit by itself.
+
+- `nftap.py blob`: serves one file once over HTTP/1.0 at a set rate until
+  SIGUSR1, then the rest at once: a download that runs while a test
+  changes the datapath under it and ends when the test is done.
 
 Stdlib only; run with /usr/bin/python3 as the rest of the suite.
 """
@@ -408,6 +412,51 @@ def udp_main(args):
     return 0
 
 
+# ----------------------------------------------------------------- blob --
+def blob_main(args):
+    """`blob`: serve one file once over HTTP/1.0 (a TCP download for curl).
+
+    Listens on --bind ADDR,PORT, prints "ready", answers one GET with the
+    whole of --file (Content-Length set), written at --rate bytes/s until
+    SIGUSR1, then the rest at once, and exits. The pacing keeps a download
+    running while a test changes the datapath under it; the signal ends
+    it as soon as the test is done instead of at a fixed size / rate.
+    """
+    fast = []
+    signal.signal(signal.SIGUSR1, lambda *_: fast.append(1))
+    data = Path(args.file).read_bytes()
+    fam, sa = addr_port(args.bind)
+    with socket.socket(fam, socket.SOCK_STREAM) as ls:
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(sa)
+        ls.listen(1)
+        print("ready", flush=True)
+        conn, _ = ls.accept()
+    with conn:
+        req = b""
+        while b"\r\n\r\n" not in req:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return 1
+            req += chunk
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/"
+                     b"octet-stream\r\nContent-Length: %d\r\n\r\n"
+                     % len(data))
+        view, off, t0 = memoryview(data), 0, time.monotonic()
+        while off < len(data) and not fast:
+            # Write what is due at --rate, in pieces of at most 64 KiB.
+            due = int((time.monotonic() - t0) * args.rate)
+            if due <= off:
+                time.sleep(min(0.02, (off - due + 1) / args.rate))
+                continue
+            end = min(len(data), due, off + 65536)
+            conn.sendall(view[off:end])
+            off = end
+        conn.sendall(view[off:])
+        conn.shutdown(socket.SHUT_WR)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -435,8 +484,14 @@ def main(argv=None):
                         "(AF_PACKET) instead of through UDP sockets")
     u.add_argument("--ip-opts", type=int, default=0,
                    help="with --raw: bytes of IPv4 options (NOPs)")
+    b = sub.add_parser("blob", help="a paced one-file HTTP server")
+    b.add_argument("--bind", required=True, metavar="ADDR,PORT")
+    b.add_argument("--file", required=True)
+    b.add_argument("--rate", type=float, default=2e6,
+                   help="bytes/s until SIGUSR1 (default 2e6)")
     a = ap.parse_args(argv)
-    return tapnf_main(a) if a.cmd == "tapnf" else udp_main(a)
+    return {"tapnf": tapnf_main, "udp": udp_main,
+            "blob": blob_main}[a.cmd](a)
 
 
 if __name__ == "__main__":

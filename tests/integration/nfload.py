@@ -236,13 +236,16 @@ def udp_endpoints(rig):
 
 class Traffic:
     """A constant UDP stream (RATE datagrams/s of SIZE B, flow 1, port
-    PORT) and a TCP download (FILE_BYTES random bytes at LIMIT B/s, HTTP
-    port HTTP_PORT) from srv to cli, in LAB (an nfrig.Rig or an
+    PORT) and a TCP download (FILE_BYTES random bytes, HTTP port
+    HTTP_PORT, served by `nftap.py blob` at LIMIT bytes/s until finish()
+    lets the rest go at once) from srv to cli, in LAB (an nfrig.Rig or an
     nftap.Lab: namespaces "cli" and "srv") between CLI_IP and SRV_IP.
     start(), then finish() for the result; kill() (also on exit of a
-    with block) stops whatever still runs."""
+    with block) stops whatever still runs. At LIMIT the download lasts
+    FILE_BYTES / LIMIT s (12 s) if finish() is not called earlier: the
+    time a test has for what it does under traffic."""
 
-    def __init__(self, lab, tmp, cli_ip, srv_ip, limit="2M", max_time=90):
+    def __init__(self, lab, tmp, cli_ip, srv_ip, limit=2e6, max_time=90):
         self.lab, self.tmp = lab, tmp
         self.cli_ip, self.srv_ip = cli_ip, srv_ip
         self.limit, self.max_time = limit, max_time
@@ -257,60 +260,67 @@ class Traffic:
         return self.lab.spawn(role, *args, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
 
-    def start(self):
-        """Server, receiver and sender ready; the download and the stream
-        started. Returns self."""
-        www = self.tmp / "www"
-        www.mkdir(exist_ok=True)
-        (www / "blob").write_bytes(self.data)
-        self.procs["http"] = self._spawn("srv", PY, "-m", "http.server",
-                                         HTTP_PORT, "--bind", self.srv_ip,
-                                         "--directory", www)
-        poll(lambda: self.lab.exec("srv", "ss", "-Htln",
-                                   f"sport = :{HTTP_PORT}",
-                                   check=False).stdout.strip(), 10,
-             "http.server listening")
+    def _ready(self, p):
+        line = nftap.Lab.readline(p, 10)
+        assert line.strip() == "ready", (line, p.args)
+
+    def start(self, udp=True):
+        """Server, receiver and sender ready; the download and (with UDP)
+        the stream started. Returns self."""
+        blob = self.tmp / "blob"
+        blob.write_bytes(self.data)
+        self.procs["http"] = self._spawn(
+            "srv", PY, nftap.HERE, "blob", "--bind",
+            f"{self.srv_ip},{HTTP_PORT}", "--file", blob,
+            "--rate", self.limit)
+        self._ready(self.procs["http"])
         for role, args in (("srv", ["--bind", f"{self.srv_ip},{PORT}",
                                     "--expect", "1"]),
                            ("cli", ["--flow", f"1,{self.cli_ip},"
                                     f"{self.srv_ip},{PORT}"])):
+            if not udp:
+                break
             p = self._spawn(role, PY, nftap.HERE, "udp", "--size", SIZE,
                             "--count", COUNT, "--rate", RATE, *args)
             self.procs["udp_" + role] = p
-            line = nftap.Lab.readline(p, 10)
-            assert line.strip() == "ready", (line, p.args)
+            self._ready(p)
         self.procs["curl"] = self._spawn(
             "cli", "curl", "-sS", "--fail", "--max-time", self.max_time,
-            "--limit-rate", self.limit, "-o", self.out,
-            f"http://{self.srv_ip}:{HTTP_PORT}/blob")
-        os.killpg(self.procs["udp_cli"].pid, signal.SIGUSR1)
+            "-o", self.out, f"http://{self.srv_ip}:{HTTP_PORT}/blob")
+        if udp:
+            os.killpg(self.procs["udp_cli"].pid, signal.SIGUSR1)
         return self
 
     def downloading(self):
         """Is the download still running?"""
         return self.procs["curl"].poll() is None
 
-    def finish(self):
-        """Stop the stream, wait for the download. Returns a dict: sent
-        (datagrams), got (nftap.summarize of flow 1: good, truncated,
-        corrupt, dup, lost), socket_drops (the receiver's socket counted
-        them), curl (exit status, stderr), sha_ok (the file arrived
-        byte-exact)."""
-        os.killpg(self.procs["udp_cli"].pid, signal.SIGUSR2)
-        rep_cli = finish(self.procs["udp_cli"])
-        rep_srv = finish(self.procs["udp_srv"])
+    def finish_download(self):
+        """Let the server send the rest at once, wait for curl. Returns
+        (curl's exit status, its stderr tail, sha256 of the file ok)."""
+        os.killpg(self.procs["http"].pid, signal.SIGUSR1)
         curl = self.procs["curl"]
         rc = curl.wait(timeout=self.max_time + 10)
         err = curl.stderr.read() if curl.stderr else ""
-        self.kill()
         got = self.out.read_bytes() if self.out.exists() else b""
+        return rc, err[-500:], len(got), \
+            hashlib.sha256(got).digest() == hashlib.sha256(self.data).digest()
+
+    def finish(self):
+        """Stop the stream, finish the download. Returns a dict: sent
+        (datagrams), got (nftap.summarize of flow 1: good, truncated,
+        corrupt, dup, lost), socket_drops (the receiver's socket counted
+        them), curl (exit status, stderr), bytes, sha_ok (the file
+        arrived byte-exact)."""
+        os.killpg(self.procs["udp_cli"].pid, signal.SIGUSR2)
+        rep_cli = finish(self.procs["udp_cli"])
+        rep_srv = finish(self.procs["udp_srv"])
+        rc, err, n, sha_ok = self.finish_download()
+        self.kill()
         return {"sent": rep_cli["sent"]["1"],
                 "got": nftap.summarize(rep_srv, [1]),
                 "socket_drops": rep_srv["socket_drops"],
-                "curl": (rc, err[-500:]),
-                "bytes": len(got),
-                "sha_ok": hashlib.sha256(got).digest() ==
-                hashlib.sha256(self.data).digest()}
+                "curl": (rc, err), "bytes": n, "sha_ok": sha_ok}
 
     def kill(self):
         """Stop every process still running."""

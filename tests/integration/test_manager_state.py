@@ -2,7 +2,6 @@
 """nfsliced (test_manager.py says what every test of it checks): a domain's
 state under traffic: upgrade, checkpoint and restore, TTL eviction of the
 payloads an NF dropped. Rig and fixtures: manager_fixtures.py."""
-import hashlib
 import json
 import os
 import signal
@@ -10,7 +9,8 @@ import subprocess
 import time
 
 from nfsl import tap as nftap
-from nfload import FILE_BYTES, HTTP_PORT, PORT, RAW_SEND, RECV, SEND, SIZE, finish, pcap_frames, scrape, udp_endpoints
+from nfload import (PORT, RAW_SEND, RECV, SEND, SIZE, Traffic, pcap_frames,
+                    scrape)
 from nfsl.rig import PY, capture_opts, describe, must, poll, settle
 from manager_fixtures import DOMAIN, daemon, rig, sliced
 
@@ -27,26 +27,12 @@ def test_upgrade_under_traffic(rig, tmp_path):
     swaps every program (new ids), the counters go on, nothing is
     truncated, corrupt or lost unaccounted, the file arrives intact, and
     no payload is stale, replayed or refused."""
-    www = tmp_path / "www"
-    www.mkdir()
-    data = os.urandom(FILE_BYTES)
-    (www / "blob").write_bytes(data)
-    http = rig.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind",
-                     rig.env["SRV_IP4"], "--directory", www)
-    rig.wait_listen("srv", HTTP_PORT)
     before = rig.stats(DOMAIN)
     ids = [prog_ids(rig)]
-    cli, srv = udp_endpoints(rig)
-    out = tmp_path / "blob"
-    # A slow download (2 MB/s: about 12 s), so the upgrades (4-5 s)
-    # happen during it.
     t0 = time.monotonic()
-    curl = rig.spawn("cli", "curl", "-sS", "--fail", "--max-time", "60",
-                     "--limit-rate", "2M", "-o", out,
-                     f"http://{rig.env['SRV_IP4']}:{HTTP_PORT}/blob",
-                     stderr=subprocess.PIPE)
-    try:
-        os.killpg(cli.pid, signal.SIGUSR1)
+    with Traffic(rig, tmp_path, rig.env["CLI_IP4"],
+                 rig.env["SRV_IP4"]) as load:
+        load.start()
         for i in range(3):
             s0 = sliced(rig)
             poll(lambda: sliced(rig) >= s0 + 1000, 10, "1000 more sliced")
@@ -64,29 +50,20 @@ def test_upgrade_under_traffic(rig, tmp_path):
             ids.append(prog_ids(rig))
         s0 = sliced(rig)
         poll(lambda: sliced(rig) >= s0 + 1000, 10, "sliced after upgrade")
-        assert curl.poll() is None, \
+        assert load.downloading(), \
             f"the download ended before the upgrades: after " \
-            f"{time.monotonic() - t0:.1f} s, {out.stat().st_size} B"
-        os.killpg(cli.pid, signal.SIGUSR2)
-        rep_cli, rep_srv = finish(cli), finish(srv)
-        assert curl.wait(timeout=60) == 0, curl.stderr.read()
-    finally:
-        for p in (cli, srv, curl):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-        rig.stop(http)
-    assert hashlib.sha256(out.read_bytes()).digest() == \
-        hashlib.sha256(data).digest()
+            f"{time.monotonic() - t0:.1f} s, {load.out.stat().st_size} B"
+        res = load.finish()
+    assert res["curl"][0] == 0 and res["sha_ok"], res["curl"]
     after = settle(lambda: rig.stats(DOMAIN))
-    got = nftap.summarize(rep_srv, [1])
-    sent = rep_cli["sent"]["1"]
+    got, sent = res["got"], res["sent"]
     numbers = f"ids {ids}; sent {sent}, received {got}, " \
-              f"socket drops {rep_srv['socket_drops']}; stats {after}"
+              f"socket drops {res['socket_drops']}; stats {after}"
     for a, b in zip(ids, ids[1:]):
         for dev in ("dut0", "dut1"):
             assert a[dev][0] != b[dev][0] and a[dev][1] != b[dev][1], numbers
     assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
-    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
+    assert got["good"] + res["socket_drops"] == sent, numbers
     assert after["sliced"] > before["sliced"], numbers
     assert after["sliced"] == after["spliced"] + after["slots_busy"] - \
         before["slots_busy"] + before["sliced"] - before["spliced"], numbers

@@ -16,18 +16,13 @@ they stay parked under their old generation, which no header carries any
 more, until the TTL or wrap-count expiry: that is counted, not lost. The
 download also crosses the detach: liberal conntrack must stay on for it.
 """
-import hashlib
 import json
-import os
-import signal
-import subprocess
 import time
 
 import pytest
 
-from nfsl import tap as nftap
-from nfload import FILE_BYTES, HTTP_PORT, finish, udp_endpoints
-from nfsl.rig import PY, describe, must, name, poll, settle
+from nfload import Traffic
+from nfsl.rig import describe, must, name, poll, settle
 from cli_fixtures import CT_LIBERAL
 
 DOMAIN = "mgr"   # udp_endpoints' rig ACL and names: as test_manager.py
@@ -42,23 +37,11 @@ def rig(rigs):
 
 
 def test_checkpoint_restore_under_traffic(rig, tmp_path):
-    www = tmp_path / "www"
-    www.mkdir()
-    data = os.urandom(FILE_BYTES)
-    (www / "blob").write_bytes(data)
-    http = rig.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind",
-                     rig.env["SRV_IP4"], "--directory", www)
-    rig.wait_listen("srv", HTTP_PORT)
-    cli, srv = udp_endpoints(rig)
-    out = tmp_path / "blob"
     ck = tmp_path / "mgr.ckpt"
-    curl = rig.spawn("cli", "curl", "-sS", "--fail", "--max-time", "90",
-                     "--limit-rate", "2M", "-o", out,
-                     f"http://{rig.env['SRV_IP4']}:{HTTP_PORT}/blob",
-                     stderr=subprocess.PIPE)
     t = {}
-    try:
-        os.killpg(cli.pid, signal.SIGUSR1)
+    with Traffic(rig, tmp_path, rig.env["CLI_IP4"],
+                 rig.env["SRV_IP4"]) as load:
+        load.start()
         s0 = rig.stats(DOMAIN)["sliced"]
         poll(lambda: rig.stats(DOMAIN)["sliced"] >= s0 + 2000, 10,
              "2000 sliced before the checkpoint")
@@ -83,27 +66,18 @@ def test_checkpoint_restore_under_traffic(rig, tmp_path):
         t["slicing_again"] = time.monotonic() - t0
         poll(lambda: rig.stats(DOMAIN)["sliced"] >= 2000, 10,
              "2000 sliced by the restored instance")
-        assert curl.poll() is None, "the download ended before the restore"
-        os.killpg(cli.pid, signal.SIGUSR2)
-        rep_cli, rep_srv = finish(cli), finish(srv)
-        assert curl.wait(timeout=90) == 0, curl.stderr.read()
-    finally:
-        for p in (cli, srv, curl):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-        rig.stop(http)
-    assert hashlib.sha256(out.read_bytes()).digest() == \
-        hashlib.sha256(data).digest()
+        assert load.downloading(), "the download ended before the restore"
+        res = load.finish()
+    assert res["curl"][0] == 0 and res["sha_ok"], res["curl"]
     st = settle(lambda: rig.stats(DOMAIN))
-    got = nftap.summarize(rep_srv, [1])
-    sent = rep_cli["sent"]["1"]
+    got, sent = res["got"], res["sent"]
     numbers = f"times {t}; saved {saved}, restored {restored}; sent {sent}, " \
-              f"received {got}, socket drops {rep_srv['socket_drops']}; " \
+              f"received {got}, socket drops {res['socket_drops']}; " \
               f"after restore {after_restore}, at the end {st}"
     assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
     # Zero loss: detach and attach graft no qdisc (the splicer is on TCX),
     # and XDP coming and going on a veth drops nothing (docs/platform.md).
-    assert got["good"] + rep_srv["socket_drops"] == sent, numbers
+    assert got["good"] + res["socket_drops"] == sent, numbers
     assert restored["restored"] == saved["saved"], numbers
     for k in ("stale", "bad_token", "replayed", "too_big"):
         assert st[k] == 0, numbers
