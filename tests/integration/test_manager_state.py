@@ -62,6 +62,8 @@ def test_upgrade_under_traffic(rig, tmp_path):
     for a, b in zip(ids, ids[1:]):
         for dev in ("dut0", "dut1"):
             assert a[dev][0] != b[dev][0] and a[dev][1] != b[dev][1], numbers
+        # Upgrade swaps slicers that run alone: one new instance for all.
+        assert b["dut0"][0] == b["dut1"][0], numbers
     assert got["truncated"] == 0 and got["corrupt"] == 0, numbers
     assert got["good"] + res["socket_drops"] == sent, numbers
     assert after["sliced"] > before["sliced"], numbers

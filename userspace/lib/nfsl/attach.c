@@ -278,22 +278,26 @@ static int attach_slicers(const char *dir, const struct nfsl_config *cfg, int mo
 			  const struct nfsl_tenant_spec *spec)
 {
 	char ifname[IF_NAMESIZE];
-	int err;
+	int err = 0, alone_fd = -1;
 
-	for (__u32 i = 0; i < cfg->nifaces; i++) {
+	for (__u32 i = 0; i < cfg->nifaces && !err; i++) {
 		const struct nfsl_iface *ifc = &cfg->ifaces[i];
 
 		if_indextoname(ifc->ifindex, ifname);
-		err = nfsl_slicer_attach(ifc->ifindex, dir, cfg->slots, mode);
+		err = nfsl_slicer_attach(ifc->ifindex, dir, cfg->slots, mode, &alone_fd);
 		if (err == -ERANGE)
-			return nfsl_err("attaching the slicer to %s failed: its MTU (or its veth "
-					"peer's) is too large for XDP without frags; lower it, "
-					"e.g. ip link set dev %s mtu 1500", ifname, ifname);
-		if (err)
-			return nfsl_err("attaching the slicer to %s (XDP %s) failed: %s%s",
-					ifname, nfsl_xdp_mode_name(mode), strerror(-err),
-					mode ? "" : "; try --mode skb if the driver has no native XDP");
+			nfsl_err("attaching the slicer to %s failed: its MTU (or its veth "
+				 "peer's) is too large for XDP without frags; lower it, "
+				 "e.g. ip link set dev %s mtu 1500", ifname, ifname);
+		else if (err)
+			nfsl_err("attaching the slicer to %s (XDP %s) failed: %s%s",
+				 ifname, nfsl_xdp_mode_name(mode), strerror(-err),
+				 mode ? "" : "; try --mode skb if the driver has no native XDP");
 	}
+	if (alone_fd >= 0)
+		close(alone_fd);
+	if (err)
+		return -1;
 	err = spec ? nfsl_tenants_write_rules(dir, spec) : 0;
 	if (err)
 		return nfsl_err("cannot write the tenant rules: %s", strerror(-err));

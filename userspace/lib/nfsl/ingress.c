@@ -3,7 +3,11 @@
  * The slicer's ingress hook: XDP through the libxdp dispatcher (other XDP
  * programs keep running beside it), one instance of the slicer per
  * interface (libxdp links one program into one dispatcher), all sharing
- * the domain's maps (pins.h). See ingress.h.
+ * the domain's maps (pins.h). Where the kernel refuses the dispatcher the
+ * slicer runs alone, and one loaded instance serves every interface of
+ * the domain: the program reads all it knows of an interface from the
+ * maps, and each load costs the verifier ~0.35 s (docs/platform.md).
+ * See ingress.h.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -71,12 +75,44 @@ int nfsl_slicer_detach(int ifindex)
 	return 0;
 }
 
-int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode)
+static __u32 xdp_flags(int mode)
+{
+	return mode ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+}
+
+/* An fd of the program attached alone on @ifindex in @mode if it is our
+ * slicer, else -1 (a dispatcher, nothing, an error). */
+static int slicer_alone_fd(int ifindex, int mode)
+{
+	struct bpf_prog_info info = {};
+	__u32 id = 0, len = sizeof(info);
+	int fd;
+
+	if (bpf_xdp_query_id(ifindex, xdp_flags(mode), &id) || !id)
+		return -1;
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return -1;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || strcmp(info.name, NFSL_SLICER_PROG)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode, int *alone_fd)
 {
 	struct xdp_program *prog = NULL;
 	struct slicer_bpf *sl;
 	int err;
 
+	if (alone_fd && *alone_fd >= 0) {
+		/* What libxdp does without its dispatcher: attach if the
+		 * interface has no XDP program (the caller checked for
+		 * foreign ones). A veth whose MTU is too large says -ERANGE. */
+		return bpf_xdp_attach(ifindex, *alone_fd,
+				      XDP_FLAGS_UPDATE_IF_NOEXIST | xdp_flags(mode), NULL);
+	}
 	sl = slicer_bpf__open();
 	if (!sl)
 		return -errno;
@@ -93,6 +129,8 @@ int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode)
 	err = xdp_program__attach(prog, ifindex,
 				  mode ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
 	nfsl_quiet_libs = false;
+	if (!err && alone_fd)
+		*alone_fd = slicer_alone_fd(ifindex, mode);
 out:
 	xdp_program__close(prog);
 	slicer_bpf__destroy(sl);
@@ -139,14 +177,32 @@ int nfsl_slicer_check_foreign(int ifindex, const char *ifname)
 	return err;
 }
 
+/* A new instance of this build's slicer on the maps of @d: its fd, or
+ * -errno. */
+static int slicer_load(const struct nfsl_domain *d)
+{
+	struct slicer_bpf *sl = slicer_bpf__open();
+	int fd, err;
+
+	if (!sl)
+		return -errno;
+	err = nfsl_use_domain_maps(sl->obj, d->dir, d->cfg.slots);
+	if (!err)
+		err = slicer_bpf__load(sl);
+	fd = err ? err : dup(bpf_program__fd(sl->progs.nfsl_slicer));
+	if (fd < 0 && !err)
+		fd = -errno;
+	slicer_bpf__destroy(sl); /* the dup (then the kernel's link) keeps it */
+	return fd;
+}
+
 int nfsl_slicer_replace(const struct nfsl_iface *ifc, const struct nfsl_domain *d,
-		       __u32 *old_id, __u32 *new_id)
+			__u32 *old_id, __u32 *new_id, int *new_fd)
 {
 	__u32 mode = ifc->flags & NFSL_IF_SKB_MODE ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
 	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
-	struct slicer_bpf *sl;
 	int old_fd = -1, err;
 
 	err = bpf_xdp_query_id(ifc->ifindex, mode, old_id);
@@ -163,26 +219,19 @@ int nfsl_slicer_replace(const struct nfsl_iface *ifc, const struct nfsl_domain *
 		close(old_fd);
 		return -ENOENT;
 	}
-	sl = slicer_bpf__open();
-	if (!sl) {
-		close(old_fd);
-		return -errno;
-	}
-	err = nfsl_use_domain_maps(sl->obj, d->dir, d->cfg.slots);
-	if (!err)
-		err = slicer_bpf__load(sl);
+	if (*new_fd < 0)
+		*new_fd = slicer_load(d);
+	err = *new_fd < 0 ? *new_fd : 0;
 	if (!err) {
 		o.old_prog_fd = old_fd;
-		err = bpf_xdp_attach(ifc->ifindex, bpf_program__fd(sl->progs.nfsl_slicer),
-				     XDP_FLAGS_REPLACE | mode, &o);
+		err = bpf_xdp_attach(ifc->ifindex, *new_fd, XDP_FLAGS_REPLACE | mode, &o);
 	}
 	if (!err) {
 		memset(&info, 0, sizeof(info));
 		len = sizeof(info);
-		if (!bpf_obj_get_info_by_fd(bpf_program__fd(sl->progs.nfsl_slicer), &info, &len))
+		if (!bpf_obj_get_info_by_fd(*new_fd, &info, &len))
 			*new_id = info.id;
 	}
-	slicer_bpf__destroy(sl); /* the kernel keeps the attached program */
 	close(old_fd);
 	return err;
 }

@@ -22,21 +22,28 @@ static inline const char *nfsl_xdp_mode_name(int mode)
  * is not attached there; *@prog_id gets its id. */
 const char *nfsl_slicer_attached(int ifindex, __u32 *prog_id);
 
-/* Attach a new instance of the slicer to @ifindex in XDP mode @mode (0
- * native, 1 skb) on the maps of the domain at @dir (@slots its store).
- * Returns 0 or -errno (-ERANGE: the MTU is too large for XDP). */
-int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode);
+/* Attach the slicer to @ifindex in XDP mode @mode (0 native, 1 skb) on the
+ * maps of the domain at @dir (@slots its store). A new instance through
+ * libxdp, unless *@alone_fd (may be NULL) holds one already running alone
+ * on another interface of the domain: that one is attached, as libxdp
+ * would without its dispatcher. After a libxdp attach *@alone_fd gets the
+ * new instance if it runs alone (the kernel refused the dispatcher), else
+ * stays -1; the caller closes it. Returns 0 or -errno (-ERANGE: the MTU
+ * is too large for XDP). */
+int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode, int *alone_fd);
 
 /* Remove our slicer from @ifindex and check it is gone. Returns 0, or
  * -errno (-EBUSY when the kernel still shows it) naming why not. */
 int nfsl_slicer_detach(int ifindex);
 
-/* Swap the slicer on @ifc (of domain @d) for a fresh instance of this
- * build's, in one step (XDP_FLAGS_REPLACE); *@old_id and *@new_id get the
+/* Swap the slicer on @ifc (of domain @d) for *@new_fd, in one step
+ * (XDP_FLAGS_REPLACE); when *@new_fd is -1, for a fresh instance of this
+ * build's, loaded here and left in *@new_fd for the domain's other
+ * interfaces (the caller closes it). *@old_id and *@new_id get the
  * programs' ids. Returns 0, or -errno (-ENOENT: no slicer of ours alone
  * there). */
 int nfsl_slicer_replace(const struct nfsl_iface *ifc, const struct nfsl_domain *d,
-			__u32 *old_id, __u32 *new_id);
+			__u32 *old_id, __u32 *new_id, int *new_fd);
 
 /* libxdp falls back to a single program per interface when the kernel
  * refuses its dispatcher (e.g. freplace programs not permitted): say so

@@ -72,7 +72,7 @@ static int repair_slicers(const struct nfsl_domain *d, const struct nfsl_health 
 
 		if (h->ifs[i].xdp)
 			continue;
-		err = nfsl_slicer_attach(ifc->ifindex, d->dir, d->cfg.slots, mode);
+		err = nfsl_slicer_attach(ifc->ifindex, d->dir, d->cfg.slots, mode, NULL);
 		if (err)
 			return nfsl_err("attaching the slicer to %s (XDP %s) failed: %s; its "
 					"splicer stays, so nothing leaves unspliced", ifname,

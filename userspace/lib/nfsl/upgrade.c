@@ -103,27 +103,31 @@ static int upgrade_splicers(const struct nfsl_domain *d, const struct nfsl_healt
 static int upgrade_slicers(const struct nfsl_domain *d, const struct nfsl_health *h, bool quiet,
 			   struct nfsl_upgrade_result *res)
 {
+	int err = 0, new_fd = -1;
 	char buf[32];
-	int err;
 
-	for (__u32 i = 0; i < d->cfg.nifaces; i++) {
+	/* One new instance for every interface: the old ones run alone. */
+	for (__u32 i = 0; i < d->cfg.nifaces && !err; i++) {
 		const struct nfsl_iface *ifc = &d->cfg.ifaces[i];
 		const char *ifname = nfsl_health_ifname(h, &d->cfg, i, buf, sizeof(buf));
 		__u32 old_id = 0, new_id = 0;
 
-		err = nfsl_slicer_replace(ifc, d, &old_id, &new_id);
+		err = nfsl_slicer_replace(ifc, d, &old_id, &new_id, &new_fd);
 		if (err == -ENOENT)
-			return nfsl_err("the XDP program on %s is not nfslice's slicer alone (a "
-					"dispatcher, or another program): upgrade swaps a slicer it "
-					"finds attached by itself; detach and attach instead", ifname);
-		if (err)
-			return nfsl_err("replacing the slicer on %s failed (%s); the old one "
-					"runs there with the new splicer", ifname, strerror(-err));
-		if (!quiet)
+			nfsl_err("the XDP program on %s is not nfslice's slicer alone (a "
+				 "dispatcher, or another program): upgrade swaps a slicer it "
+				 "finds attached by itself; detach and attach instead", ifname);
+		else if (err)
+			nfsl_err("replacing the slicer on %s failed (%s); the old one "
+				 "runs there with the new splicer", ifname, strerror(-err));
+		else if (!quiet)
 			printf("nfslice: %s: slicer %u -> %u\n", ifname, old_id, new_id);
-		res->nslicers++;
+		if (!err)
+			res->nslicers++;
 	}
-	return 0;
+	if (new_fd >= 0)
+		close(new_fd);
+	return err ? -1 : 0;
 }
 
 /* Upgrade the open domain @d: a whole one, the new splicer loaded, the
