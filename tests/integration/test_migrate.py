@@ -358,7 +358,7 @@ def _nic_detached(lab):
 
 def _migrate_hooked(lab, hook):
     """nfslice migrate of DOMAIN to the NIC with NFSLICE_TEST_HOOK=HOOK
-    (loader/migrate.c test_hook), started in the DUT; the Popen."""
+    (userspace/lib/nfsl/migrate_steps.c test_hook), started in the DUT; the Popen."""
     return lab.spawn("dut", "env", f"NFSLICE_TEST_HOOK={hook}", NFSLICE,
                      "migrate", "--name", DOMAIN, "--to", lab.ns("nic"),
                      "--nf-port", "h0,h1", "w0", "w1")
