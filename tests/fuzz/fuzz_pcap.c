@@ -10,18 +10,8 @@
 #include "fuzz.h"
 #include "pg.h"
 
-/* pcap.c's messages go through nfsl_msg (userspace/lib/util/cli.c): formatted here,
- * not printed, so that a run is not its messages. */
-int nfsl_msg(const char *prefix, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return -1;
-}
+/* pcap.c's messages (pg_err) formatted, not printed. */
+FUZZ_MSG_QUIET
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
