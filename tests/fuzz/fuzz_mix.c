@@ -17,37 +17,39 @@
 /* mix.c's messages (pg_err, pg_warn) formatted, not printed. */
 FUZZ_MSG_QUIET
 
+/* The properties of a mix pg_mix_load took, sizes up to @hi. */
+static void check_mix(struct pg_mix *m, __u32 hi)
+{
+	double avg = 0;
+
+	fuzz_check(m->n >= 1 && m->n <= PG_MIX_MAX);
+	for (__u32 i = 0; i < m->n; i++) {
+		fuzz_check(m->size[i] >= LO && m->size[i] <= hi);
+		fuzz_check(m->weight[i] > 0 && m->weight[i] <= 1e9);
+		for (__u32 j = 0; j < i; j++)
+			fuzz_check(m->size[j] != m->size[i]);
+	}
+	if (pg_mix_sequence(m, &avg))
+		return;
+	fuzz_check(m->seq_len >= 1 && m->seq_len <= PKTGEN_MAX_SEQ);
+	for (__u32 k = 0; k < m->seq_len; k++)
+		fuzz_check(m->seq[k] >= LO && m->seq[k] <= hi);
+	fuzz_check(avg >= LO && avg <= hi);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pg_mix m;
 	char path[64];
-	double avg = 0;
-	__u32 hi;
-	int fd;
+	uint8_t b;
+	int fd = fuzz_byte_file(data, size, &b, path, sizeof(path));
 
-	if (!size)
-		return 0;
-	hi = LO + data[0] * 11;
-	fd = fuzz_file(data + 1, size - 1, path, sizeof(path));
 	if (fd < 0)
 		return 0;
-	if (!pg_mix_load(path, LO, hi, "fuzz", &m)) {
-		fuzz_check(m.n >= 1 && m.n <= PG_MIX_MAX);
-		for (__u32 i = 0; i < m.n; i++) {
-			fuzz_check(m.size[i] >= LO && m.size[i] <= hi);
-			fuzz_check(m.weight[i] > 0 && m.weight[i] <= 1e9);
-			for (__u32 j = 0; j < i; j++)
-				fuzz_check(m.size[j] != m.size[i]);
-		}
-		if (!pg_mix_sequence(&m, &avg)) {
-			fuzz_check(m.seq_len >= 1 && m.seq_len <= PKTGEN_MAX_SEQ);
-			for (__u32 k = 0; k < m.seq_len; k++)
-				fuzz_check(m.seq[k] >= LO && m.seq[k] <= hi);
-			fuzz_check(avg >= LO && avg <= hi);
-		}
-	} else {
+	if (!pg_mix_load(path, LO, LO + b * 11, "fuzz", &m))
+		check_mix(&m, LO + b * 11);
+	else
 		fuzz_check(!m.n && !m.seq);
-	}
 	free(m.seq);
 	close(fd);
 	return 0;

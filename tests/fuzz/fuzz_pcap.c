@@ -19,14 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[64];
 	double avg = 0;
 	__u32 max;
-	int fd;
+	uint8_t b;
+	int fd = fuzz_byte_file(data, size, &b, path, sizeof(path));
 
-	if (!size)
-		return 0;
-	max = 64 + data[0] * 12;
-	fd = fuzz_file(data + 1, size - 1, path, sizeof(path));
 	if (fd < 0)
 		return 0;
+	max = 64 + b * 12;
 	if (!pg_pcap_load(path, max, &p, &avg)) {
 		fuzz_check(p.n >= 1 && p.n <= PG_PCAP_MAX);
 		for (__u32 i = 0; i < p.n; i++)
