@@ -161,8 +161,8 @@ static int quota_each(const char *list, int (*fn)(const char *name, const struct
 			return nfsl_err("--quota '%s' is not valid: give NAME=Q, NAME a tenant "
 					"(nfslice tenants lists them)", tok), NFSL_EXIT_USAGE;
 		if (nfsl_quota_parse(v + 1, &q))
-			return nfsl_err("--quota %s is not valid: give N%% of each partition "
-					"(0-100) or N slots of the store", tok), NFSL_EXIT_USAGE;
+			return nfsl_err("--quota %s is not valid: give " NFSL_QUOTA_RULE, tok),
+			       NFSL_EXIT_USAGE;
 		*v = '\0';
 		rc = fn(tok, &q, arg);
 	}

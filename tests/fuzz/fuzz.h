@@ -41,6 +41,19 @@ static inline int fuzz_file(const uint8_t *d, size_t n, char *path, size_t plen)
 	return fd;
 }
 
+/*
+ * fuzz_byte_file - an input read as a parameter byte (*@b, the first)
+ * and a file of the rest (fuzz_file). Returns the fd, or -1 (also for an
+ * empty input).
+ */
+static inline int fuzz_byte_file(const uint8_t *d, size_t n, uint8_t *b, char *path, size_t plen)
+{
+	if (!n)
+		return -1;
+	*b = d[0];
+	return fuzz_file(d + 1, n - 1, path, plen);
+}
+
 /* fuzz_check - abort (a crash libFuzzer reports, with the input) unless
  * @cond: a property every input must keep. */
 #define fuzz_check(cond)                                                          \
@@ -51,5 +64,22 @@ static inline int fuzz_file(const uint8_t *d, size_t n, char *path, size_t plen)
 			abort();                                                  \
 		}                                                                 \
 	} while (0)
+
+/*
+ * FUZZ_MSG_QUIET - a definition of nfsl_msg (userspace/lib/util/cli.c)
+ * that formats and prints nothing, for a target whose parser reports
+ * through it (pg_err): a run is not its messages. Needs <stdarg.h>.
+ */
+#define FUZZ_MSG_QUIET                                            \
+	int nfsl_msg(const char *prefix, const char *fmt, ...)   \
+	{                                                         \
+		char buf[1024];                                   \
+		va_list ap;                                       \
+									  \
+		va_start(ap, fmt);                                \
+		vsnprintf(buf, sizeof(buf), fmt, ap);             \
+		va_end(ap);                                       \
+		return -1;                                        \
+	}
 
 #endif /* NFSL_FUZZ_H */

@@ -10,18 +10,8 @@
 #include "fuzz.h"
 #include "pg.h"
 
-/* pcap.c's messages go through nfsl_msg (userspace/lib/util/cli.c): formatted here,
- * not printed, so that a run is not its messages. */
-int nfsl_msg(const char *prefix, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return -1;
-}
+/* pcap.c's messages (pg_err) formatted, not printed. */
+FUZZ_MSG_QUIET
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,14 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[64];
 	double avg = 0;
 	__u32 max;
-	int fd;
+	uint8_t b;
+	int fd = fuzz_byte_file(data, size, &b, path, sizeof(path));
 
-	if (!size)
-		return 0;
-	max = 64 + data[0] * 12;
-	fd = fuzz_file(data + 1, size - 1, path, sizeof(path));
 	if (fd < 0)
 		return 0;
+	max = 64 + b * 12;
 	if (!pg_pcap_load(path, max, &p, &avg)) {
 		fuzz_check(p.n >= 1 && p.n <= PG_PCAP_MAX);
 		for (__u32 i = 0; i < p.n; i++)

@@ -158,6 +158,31 @@ def test_name_rule_is_one_rule():
     assert_error(cp, 2, "nfslice-nf: --name '...' is not valid: " + NAME_RULE)
 
 
+@pytest.mark.parametrize("opt, value, needle", [
+    ("--stall", "0:010:5", "--stall '0:010:5': give WORKER:AFTER_MS:FOR_MS with "
+     "WORKER below --workers (1), in decimal digits (no leading 0 or 0x)"),
+    ("--stall", "0:0x10:5", "--stall '0:0x10:5': give WORKER:AFTER_MS:FOR_MS with "
+     "WORKER below --workers (1), in decimal digits (no leading 0 or 0x)"),
+    ("--stall", "0:+1:5", "--stall '0:+1:5': give WORKER:AFTER_MS:FOR_MS with "
+     "WORKER below --workers (1)\n"),
+    ("--stall", "0:10", "--stall '0:10': give WORKER:AFTER_MS:FOR_MS with "
+     "WORKER below --workers (1)\n"),
+    ("--stall", "1:1:1", "--stall '1:1:1': give WORKER:AFTER_MS:FOR_MS with "
+     "WORKER below --workers (1)\n"),
+    ("--slow", "0:0200", "--slow '0:0200': give WORKER:USEC with WORKER below "
+     "--workers (1), in decimal digits (no leading 0 or 0x)"),
+    ("--slow", "0: 200", "--slow '0: 200': give WORKER:USEC with WORKER below "
+     "--workers (1)\n"),
+])
+def test_nf_stall_slow_are_decimal(opt, value, needle):
+    """nfslice-nf --stall and --slow take decimal digits (util/value.h):
+    strtoul read 0:010:5 as 10 ms, +1 and a blank as numbers. Refused as
+    bad usage before any interface is looked up (the interface does not
+    exist)."""
+    cp = run([ROOT / "build" / "nfslice-nf", "--dev", "nfsl-none0", opt, value])
+    assert_error(cp, 2, "nfslice-nf: " + needle)
+
+
 def test_too_few_slots(clean):
     """Fewer slots than CPU partitions: the minimum is named; bad usage
     (exit 2), nothing left behind.
@@ -251,6 +276,13 @@ def test_stats_interval_count_prints_count_blocks(clean, domain):
 @pytest.mark.parametrize("quota, needle", [
     ("gold=200%", "--quota gold=200% is not valid: give N% of each "
                   "partition (0-100) or N slots of the store"),
+    ("gold=0x10", "--quota gold=0x10 is not valid: give N% of each "
+                  "partition (0-100) or N slots of the store (0-1048576), in "
+                  "decimal digits: a whole number of slots, a percentage with "
+                  "a fraction allowed (12.5%); no leading 0, 0x or exponent"),
+    ("gold=1e3", "--quota gold=1e3 is not valid: give N% of each "
+                 "partition (0-100) or N slots of the store (0-1048576)"),
+    ("gold=010%", "--quota gold=010% is not valid: give N% of each"),
     ("gold", "--quota 'gold' is not valid: give NAME=Q"),
     ("=5%", "--quota '=5%' is not valid: give NAME=Q"),
 ])

@@ -169,12 +169,24 @@ def test_help_states_units():
         assert text in cp.stdout, cp.stdout
 
 
+# The fix a refused mix line states (userspace/nfslice-pktgen/mix.c).
+MIX_FIX = ("give SIZE a whole number and WEIGHT a number above 0 up to "
+           "1000000000 such as 30 or 2.5, in decimal digits (no leading 0, 0x "
+           "or exponent)")
+
+
 def _bad_files(d):
     files = {
         "bad.mix": "# ok so far\n64 10\n64 ten\n",
         "big.mix": "64 1\n2000 1\n",
         "dup.mix": "64 1\n128 2\n64 3\n",
         "empty.mix": "# nothing\n\n",
+        # strtoul/strtod read these as 64 B and 16 or 1000 (util/value.h)
+        "hexw.mix": "64 10\n128 0x10\n",
+        "expw.mix": "64 1e3\n",
+        "octs.mix": "# sizes\n\n064 1\n",
+        "zerow.mix": "64 0\n",
+        "three.mix": "64 1 2\n",
         "not.pcap": "hello, not a pcap file at all\n",
     }
     for name, text in files.items():
@@ -207,6 +219,19 @@ def _bad_files(d):
     (["--dev", "pg0", "--count", "1", "--mix", "M/dup.mix"],
      "M/dup.mix:3: size 64 is listed already on line 1"),
     (["--dev", "pg0", "--count", "1", "--mix", "M/empty.mix"], "no sizes"),
+    (["--dev", "pg0", "--count", "1", "--mix", "M/hexw.mix"],
+     "M/hexw.mix:2: expected 'SIZE WEIGHT' (frame bytes, relative weight > 0), "
+     "got '128 0x10': " + MIX_FIX),
+    (["--dev", "pg0", "--count", "1", "--mix", "M/expw.mix"],
+     "M/expw.mix:1: expected 'SIZE WEIGHT' (frame bytes, relative weight > 0), "
+     "got '64 1e3': " + MIX_FIX),
+    (["--dev", "pg0", "--count", "1", "--mix", "M/octs.mix"],
+     "M/octs.mix:3: expected 'SIZE WEIGHT' (frame bytes, relative weight > 0), "
+     "got '064 1': " + MIX_FIX),
+    (["--dev", "pg0", "--count", "1", "--mix", "M/zerow.mix"],
+     "M/zerow.mix:1: expected 'SIZE WEIGHT'"),
+    (["--dev", "pg0", "--count", "1", "--mix", "M/three.mix"],
+     "M/three.mix:1: expected 'SIZE WEIGHT'"),
     (["--dev", "pg0", "--count", "1", "--pcap", "M/not.pcap"],
      "is not a pcap file"),
     (["--dev", "pg0", "--count", "1", "--pcap", "M/short.pcap"],
@@ -316,6 +341,18 @@ def test_enterprise_mix_file():
     assert abs(mean - 882) <= 2, mean
     small = sum(x for s, x in w.items() if s - 42 < 160) / total
     assert abs(small - 0.30) < 1e-9, small
+
+
+def test_mix_decimal_weights(sink, tmp_path):
+    """Weights with a fraction, blanks and tabs around the fields, CRLF and
+    a comment: not whole, so 4096 entries by largest remainder (2.5 : 0.5
+    of 4096 is 3413.3 : 682.7, the remainder's entry to 128); one pass
+    sends each entry once."""
+    mix = tmp_path / "frac.mix"
+    mix.write_bytes(b"\t64\t2.5  \r\n128 0.5 # small share\n")
+    res = pktgen_json("--count", 4096, "--mix", mix)
+    assert_all_arrived(res, sink.stats(), 4096)
+    assert sink.sizes() == {64: 3413, 128: 683}
 
 
 def test_mix_proportions_and_interleaving(sink):

@@ -271,8 +271,8 @@ if __name__ == "__main__":
 
 def test_tenants_input_refused(nets, tmp_path):
     """A FIFO or /dev/zero as --tenants used to hang attach; an empty or a
-    binary file attached with the default tenant only; --quota a=1%,a=2%
-    took the last. Each is refused at once, exit 2 (a usage error), naming
+    binary file attached with the default tenant only; quota=0x10 and
+    quota=1e3 were 16 and 1000 slots; --quota a=1%,a=2% took the last. Each is refused at once, exit 2 (a usage error), naming
     the fix; nothing is attached or changed."""
     net = nets(router, "tsi")
     fifo = tmp_path / "fifo"
@@ -281,12 +281,22 @@ def test_tenants_input_refused(nets, tmp_path):
     empty.write_text("# no tenants yet\n")
     binary = tmp_path / "binary"
     binary.write_bytes(b"gold quota=1%\n\x7fELF\x02\x01\x01\x00")
+    hexq = tmp_path / "hex"
+    hexq.write_text("gold quota=10%\nsilver quota=0x10 # 16 slots?\n")
+    expq = tmp_path / "exp"
+    expq.write_text("gold quota=1e3\n")
     for path, msg in (
             ("/dev/zero", "/dev/zero is a character device: give a regular text "
              "file, one tenant per line"),
             (str(fifo), f"{fifo} is a FIFO: give a regular text file"),
             (str(empty), "declares no tenant: add a line NAME quota=N%"),
-            (str(binary), ":2: byte 0x02 at column 5 is not text")):
+            (str(binary), ":2: byte 0x02 at column 5 is not text"),
+            # strtod read these as 16 and 1000 slots (util/value.h)
+            (str(hexq), f"{hexq}:2: quota=0x10: give N% of each partition "
+             "(0-100) or N slots of the store (0-1048576), in decimal digits: "
+             "a whole number of slots, a percentage with a fraction allowed "
+             "(12.5%); no leading 0, 0x or exponent"),
+            (str(expq), f"{expq}:1: quota=1e3: give N% of each partition")):
         cp = net.nfslice("attach", "--name", "tsi", "--tenants", path, "dut0",
                          timeout=10)
         assert cp.returncode == 2 and msg in cp.stderr, (path, describe(cp))

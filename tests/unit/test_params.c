@@ -134,6 +134,68 @@ Test(value, mac_and_ifname)
 		cr_assert_eq(nfsl_parse_ifname(*s), -EINVAL, "'%s'", *s);
 }
 
+/* Decimal numbers with a fraction (tenants' quotas, pktgen's mix weights):
+ * strtod took "0x10" as 16 and "1e3" as 1000. */
+Test(value, decimal_and_percent)
+{
+	char big[401];
+	double v = -1;
+
+	cr_assert_eq(nfsl_parse_decimal("30", 0, 100, &v), 0);
+	cr_assert_float_eq(v, 30, 1e-12);
+	cr_assert_eq(nfsl_parse_decimal("2.5", 0, 100, &v), 0);
+	cr_assert_float_eq(v, 2.5, 1e-12);
+	cr_assert_eq(nfsl_parse_decimal("0.125", 0, 100, &v), 0);
+	cr_assert_float_eq(v, 0.125, 1e-12);
+	cr_assert_eq(nfsl_parse_decimal("0", 0, 100, &v), 0);
+	cr_assert_float_eq(v, 0, 1e-12);
+	cr_assert_eq(nfsl_parse_decimal("0x10", 0, 100, &v), -EDOM);
+	cr_assert_eq(nfsl_parse_decimal("010", 0, 100, &v), -EDOM);
+	cr_assert_eq(nfsl_parse_decimal("00.5", 0, 100, &v), -EDOM);
+	for (const char *const *s = (const char *const[]){ "", "1e3", "1E3", "-1", "+1", ".5",
+			"5.", "1.2.3", "inf", "nan", " 1", "1 ", "1,5", "5%", NULL }; *s; s++)
+		cr_assert_eq(nfsl_parse_decimal(*s, 0, 1e9, &v), -EINVAL, "'%s'", *s);
+	cr_assert_eq(nfsl_parse_decimal("100.5", 0, 100, &v), -ERANGE);
+	cr_assert_eq(nfsl_parse_decimal("1", 2, 100, &v), -ERANGE);
+	memset(big, '9', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	cr_assert_eq(nfsl_parse_decimal(big, 0, 1e308, &v), -ERANGE, "past DBL_MAX: inf");
+	cr_assert_float_eq(v, 0, 1e-12, "a refused value left the result alone");
+
+	cr_assert_eq(nfsl_parse_percent("40%", &v), 0);
+	cr_assert_float_eq(v, 0.4, 1e-12);
+	cr_assert_eq(nfsl_parse_percent("12.5%", &v), 0);
+	cr_assert_float_eq(v, 0.125, 1e-12);
+	cr_assert_eq(nfsl_parse_percent("100%", &v), 0);
+	cr_assert_float_eq(v, 1, 1e-12);
+	cr_assert_eq(nfsl_parse_percent("0%", &v), 0);
+	cr_assert_float_eq(v, 0, 1e-12);
+	cr_assert_eq(nfsl_parse_percent("100.1%", &v), -ERANGE);
+	cr_assert_eq(nfsl_parse_percent("0x10%", &v), -EDOM);
+	cr_assert_eq(nfsl_parse_percent("05%", &v), -EDOM);
+	for (const char *const *s = (const char *const[]){ "40", "%", "1e1%", "-1%", "40%%",
+			"40 %", "40%x", ".5%", NULL }; *s; s++)
+		cr_assert_eq(nfsl_parse_percent(*s, &v), -EINVAL, "'%s'", *s);
+}
+
+/* "N:N[:N]" (nfslice-nf --stall, --slow): strtoul took "010" as 10. */
+Test(value, u64_fields)
+{
+	__u64 v[3] = {};
+
+	cr_assert_eq(nfsl_parse_u64_fields("0:4600:60000", ':', 3, UINT32_MAX, v), 0);
+	cr_assert_arr_eq(v, ((__u64[]){ 0, 4600, 60000 }), sizeof(v));
+	cr_assert_eq(nfsl_parse_u64_fields("1:200", ':', 2, UINT32_MAX, v), 0);
+	cr_assert(v[0] == 1 && v[1] == 200);
+	cr_assert_eq(nfsl_parse_u64_fields("0:010:5", ':', 3, UINT32_MAX, v), -EDOM);
+	cr_assert_eq(nfsl_parse_u64_fields("0x1:10:5", ':', 3, UINT32_MAX, v), -EDOM);
+	cr_assert_eq(nfsl_parse_u64_fields("0:4294967296:5", ':', 3, UINT32_MAX, v), -ERANGE);
+	for (const char *const *s = (const char *const[]){ "", "0:1", "0:1:2:3", "0::2", "0:1:",
+			":1:2", " 0:1:2", "0:1:2 ", "0:+1:2", "0:-1:2", "0;1;2", NULL }; *s; s++)
+		cr_assert_eq(nfsl_parse_u64_fields(*s, ':', 3, UINT32_MAX, v), -EINVAL, "'%s'",
+			     *s);
+}
+
 /* ---- option tables --------------------------------------------------- */
 
 struct p_opts {

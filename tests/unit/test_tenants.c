@@ -530,6 +530,47 @@ Test(tenantfile, not_a_tenants_file, .init = NULL, .fini = NULL, .timeout = 10)
 	free(big);
 }
 
+/* quota= and min= in decimal digits (util/value.h): strtod read
+ * quota=0x10 as 16 slots and quota=1e3 as 1000. */
+Test(tenantfile, quota_spellings, .init = NULL, .fini = NULL)
+{
+	static const char *const bad[] = { "quota=0x10", "quota=1e3", "quota=010", "quota=-1",
+					   "quota=+5", "quota=0x10%", "quota=1e1%", "quota=.5%",
+					   "quota=5.%", "quota=1.5", "quota=1048577",
+					   "quota=100.5%", "quota=inf", "quota=", "min=0x2" };
+	static struct nfsl_tenant_spec sp;
+	struct nfsl_quota q;
+	char err[512] = "", text[64];
+
+	cr_assert_eq(parse_text("gold quota=12.5% min=0.5%\nsilver quota=1048576 min=0\n", &sp,
+				err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect(sp.t[1].quota.pct && sp.t[1].quota.frac > 0.1249 && sp.t[1].quota.frac < 0.1251);
+	cr_expect(sp.t[1].min.pct && sp.t[1].min.frac > 0.00499 && sp.t[1].min.frac < 0.00501);
+	cr_expect(!sp.t[2].quota.pct && sp.t[2].quota.slots == 1048576);
+	cr_expect(!sp.t[2].min.pct && sp.t[2].min.slots == 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(text, sizeof(text), "gold quota=1%%\nsilver %s%s\n",
+			 strncmp(bad[i], "min", 3) ? "" : "quota=1 ", bad[i]);
+		*err = '\0';
+		cr_expect_eq(parse_text(text, &sp, err, sizeof(err)), -EINVAL, "'%s'", bad[i]);
+		cr_expect(strstr(err, ":2: ") && strstr(err, bad[i]) &&
+			  strstr(err, ": give N% of each partition (0-100) or N slots of the store "
+				 "(0-1048576), in decimal digits: a whole number of slots, a "
+				 "percentage with a fraction allowed (12.5%); no leading 0, 0x "
+				 "or exponent"),
+			  "'%s': %s", bad[i], err);
+	}
+	/* The return codes behind those messages (nfslice set --quota too). */
+	cr_expect_eq(nfsl_quota_parse("0x10", &q), -EDOM);
+	cr_expect_eq(nfsl_quota_parse("010%", &q), -EDOM);
+	cr_expect_eq(nfsl_quota_parse("1e3", &q), -EINVAL);
+	cr_expect_eq(nfsl_quota_parse("1048577", &q), -ERANGE);
+	cr_expect_eq(nfsl_quota_parse("101%", &q), -ERANGE);
+	cr_expect_eq(nfsl_quota_parse("7", &q), 0);
+	cr_expect(!q.pct && q.slots == 7);
+}
+
 Test(tenantfile, quotas_over_the_partition, .init = NULL, .fini = NULL)
 {
 	static struct nfsl_tenant_spec sp;

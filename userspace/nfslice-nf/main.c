@@ -31,6 +31,7 @@
 #include "nf.h"
 #include "util/params.h"
 #include "util/util.h"
+#include "util/value.h"
 
 static volatile sig_atomic_t stopping;
 /* a worker could not run on --cpu: exit 1 */
@@ -478,27 +479,6 @@ static void chain_close(struct nf_chain *c)
 	c->n = 0;
 }
 
-/* "W:A:B" or "W:A" into numbers; returns the count parsed or -1. */
-static int parse_triplet(const char *s, __u32 *v, int want)
-{
-	char *end;
-	int n = 0;
-
-	while (n < want) {
-		unsigned long x = strtoul(s, &end, 10);
-
-		if (end == s || x > UINT32_MAX)
-			return -1;
-		v[n++] = x;
-		if (*end == '\0')
-			break;
-		if (*end != ':')
-			return -1;
-		s = end + 1;
-	}
-	return *end == '\0' ? n : -1;
-}
-
 static int split_devs(char *dev, struct nfsl_xsk_opts *xo)
 {
 	char *comma = strchr(dev, ',');
@@ -551,6 +531,22 @@ static int cpu_check(const struct nf_opts *o)
 		      o->cpu, o->cpu, allowed);
 }
 
+/*
+ * --stall / --slow @val: @n ':'-separated numbers (util/value.h: decimal
+ * digits, each at most UINT32_MAX) shaped as @shape, the first a worker
+ * below @workers, into @v. Returns 0 or -1 after a message (exit 2).
+ */
+static int worker_fields(const char *opt, const char *val, const char *shape, unsigned int n,
+			 __u32 workers, __u64 *v)
+{
+	int rc = nfsl_parse_u64_fields(val, ':', n, UINT32_MAX, v);
+
+	if (!rc && v[0] < workers)
+		return 0;
+	return nf_err("--%s '%s': give %s with WORKER below --workers (%u)%s", opt, val, shape,
+		      workers, rc == -EDOM ? ", in decimal digits (no leading 0 or 0x)" : "");
+}
+
 /* What one run of nfslice-nf holds, from the options to the shutdown. */
 struct nf_run {
 	struct nf_opts o;
@@ -558,7 +554,7 @@ struct nf_run {
 	struct nfsl_xsk *x;
 	struct nf_chain chain;
 	char chain_spec[256];
-	__u32 stall[3], slow[3];
+	__u64 stall[3], slow[2];
 	struct nf_report rep;
 	struct worker_arg args[NFSL_XSK_MAX_WORKERS];
 	pthread_t tid[NFSL_XSK_MAX_WORKERS];
@@ -578,12 +574,11 @@ static int opts_check(struct nf_run *r)
 		return nf_err("--dev '%s': give one interface or two separated by a comma",
 			      o->dev);
 	snprintf(r->chain_spec, sizeof(r->chain_spec), "%s", o->nf); /* strtok writes */
-	if (o->stall && (parse_triplet(o->stall, r->stall, 3) != 3 || r->stall[0] >= o->workers))
-		return nf_err("--stall '%s': give WORKER:AFTER_MS:FOR_MS with WORKER below --workers (%u)",
-			      o->stall, o->workers);
-	if (o->slow && (parse_triplet(o->slow, r->slow, 2) != 2 || r->slow[0] >= o->workers))
-		return nf_err("--slow '%s': give WORKER:USEC with WORKER below --workers (%u)",
-			      o->slow, o->workers);
+	if (o->stall && worker_fields("stall", o->stall, "WORKER:AFTER_MS:FOR_MS", 3, o->workers,
+				      r->stall))
+		return -1;
+	if (o->slow && worker_fields("slow", o->slow, "WORKER:USEC", 2, o->workers, r->slow))
+		return -1;
 	return cpu_check(o);
 }
 
@@ -662,10 +657,10 @@ static void workers_start(struct nf_run *r)
 		a->busy_poll_us = o->busy_poll;
 		if (o->stall && r->stall[0] == i) {
 			a->stall_from = r->stall[1];
-			a->stall_to = (__u64)r->stall[1] + r->stall[2];
+			a->stall_to = r->stall[1] + r->stall[2];
 		}
 		if (o->slow && r->slow[0] == i)
-			a->slow_us = r->slow[1];
+			a->slow_us = (__u32)r->slow[1];
 		err = pthread_create(&r->tid[i], NULL, worker, a);
 		if (err) {
 			nf_err("cannot start worker %u: %s", i, strerror(err));

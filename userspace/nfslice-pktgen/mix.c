@@ -3,9 +3,11 @@
  * Size mix files and the size sequence made from them.
  *
  * Format (docs/pktgen.md "Size mixes"): one 'SIZE WEIGHT' pair per line,
- * SIZE a frame length in bytes without FCS, WEIGHT a positive number, the
- * share of frames of that size being WEIGHT / sum of weights; '#' starts a
- * comment, blank lines are ignored, a size may appear once.
+ * SIZE a frame length in bytes without FCS, WEIGHT a positive number (at
+ * most MIX_WEIGHT_MAX, a fraction allowed), the share of frames of that
+ * size being WEIGHT / sum of weights, both in decimal digits (util/value.h:
+ * no hex, octal or exponent); '#' starts a comment, blank lines are
+ * ignored, a size may appear once.
  *
  * The frame program walks a sequence of up to PKTGEN_MAX_SEQ sizes, over
  * and over. It holds every size in proportion to its weight: exactly when
@@ -17,53 +19,57 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pg.h"
+#include "util/value.h"
 
 #define MIX_SEED 0x6e66736c69636521ULL
 
+/* The largest WEIGHT: 256 of them still add up to a finite total. */
+#define MIX_WEIGHT_MAX 1e9
+
 static int bad_line(const char *file, unsigned int ln, const char *text)
 {
-	return pg_err("%s:%u: expected 'SIZE WEIGHT' (frame bytes, relative "
-		      "weight > 0), got '%s'", file, ln, text);
+	return pg_err("%s:%u: expected 'SIZE WEIGHT' (frame bytes, relative weight > 0), got "
+		      "'%s': give SIZE a whole number and WEIGHT a number above 0 up to %.0f "
+		      "such as 30 or 2.5, in decimal digits (no leading 0, 0x or exponent)",
+		      file, ln, text, MIX_WEIGHT_MAX);
 }
 
-static int parse_line(const char *file, unsigned int ln, char *text, __u32 lo,
+static int parse_line(const char *file, unsigned int ln, const char *text, __u32 lo,
 		      __u32 hi, const char *range_why, struct pg_mix *m)
 {
-	char *p = text, *end;
-	unsigned long size;
+	const char *p = text + strspn(text, " \t");
+	char buf[512], *save = NULL, *size_s, *weight_s;
+	__u64 size;
 	double w;
 
-	while (*p == ' ' || *p == '\t')
-		p++;
 	if (!*p)
 		return 0;
-	if (*p < '0' || *p > '9')
-		return bad_line(file, ln, p);
-	errno = 0;
-	size = strtoul(p, &end, 10);
-	if (errno || end == p || (*end != ' ' && *end != '\t'))
-		return bad_line(file, ln, p);
-	w = strtod(end, &end);
-	while (*end == ' ' || *end == '\t')
-		end++;
-	if (*end || !isfinite(w) || w <= 0)
+	snprintf(buf, sizeof(buf), "%s", p);
+	size_s = strtok_r(buf, " \t", &save);
+	weight_s = strtok_r(NULL, " \t", &save);
+	/* util/value.h: decimal digits, never hex, octal or an exponent */
+	if (!weight_s || strtok_r(NULL, " \t", &save) ||
+	    nfsl_parse_u64(size_s, 0, UINT64_MAX, &size) ||
+	    nfsl_parse_decimal(weight_s, 0, MIX_WEIGHT_MAX, &w) || w == 0)
 		return bad_line(file, ln, p);
 	if (size < lo || size > hi)
-		return pg_err("%s:%u: size %lu is out of range: %s", file, ln, size,
-			      range_why);
+		return pg_err("%s:%u: size %llu is out of range: %s", file, ln,
+			      (unsigned long long)size, range_why);
 	for (__u32 i = 0; i < m->n; i++)
 		if (m->size[i] == size)
-			return pg_err("%s:%u: size %lu is listed already on line %u: "
-				      "give each size once", file, ln, size, m->line[i]);
+			return pg_err("%s:%u: size %llu is listed already on line %u: "
+				      "give each size once", file, ln, (unsigned long long)size,
+				      m->line[i]);
 	if (m->n == PG_MIX_MAX)
 		return pg_err("%s:%u: more than %d sizes: merge some", file, ln,
 			      PG_MIX_MAX);
-	m->size[m->n] = size;
+	m->size[m->n] = (__u32)size;
 	m->weight[m->n] = w;
 	m->line[m->n] = ln;
 	m->n++;
@@ -106,6 +112,8 @@ int pg_mix_load(const char *file, __u32 lo, __u32 hi, const char *range_why,
 			     "size, e.g. '64 30'", file);
 out:
 	fclose(f);
+	if (err) /* no half-read mix for a caller to use */
+		memset(m, 0, sizeof(*m));
 	return err;
 }
 

@@ -173,6 +173,13 @@ void pg_frame_build(const struct pg_pkt *pkt, __u32 len, __u8 *buf,
 		    struct pktgen_tmpl *t);
 
 /* mix.c */
+/*
+ * pg_mix_load - the mix file @file into @m: sizes in [@lo, @hi] (@range_why
+ * says why, for the message), weights in (0, 1e9], decimal digits
+ * (util/value.h). Returns 0, or -1 after a message naming file:line and
+ * the fix, @m then empty. pg_mix_sequence - @m's shuffled sequence
+ * (m->seq, to free) and its mean frame bytes. Format: mix.c.
+ */
 int pg_mix_load(const char *file, __u32 lo, __u32 hi, const char *range_why,
 		struct pg_mix *m);
 int pg_mix_sequence(struct pg_mix *m, double *avg_len);

@@ -20,27 +20,22 @@
 
 #define TEN_DEFAULT "default"
 
+_Static_assert(NFSL_MAX_SLOTS == 1048576, "NFSL_QUOTA_RULE states NFSL_MAX_SLOTS");
+
 int nfsl_quota_parse(const char *v, struct nfsl_quota *q)
 {
-	char *end;
-	double x;
+	size_t n = strlen(v);
+	__u64 slots;
+	int rc;
 
 	memset(q, 0, sizeof(*q));
-	errno = 0;
-	x = strtod(v, &end);
-	if (end == v || errno || x < 0 || !isfinite(x))
-		return -EINVAL;
-	if (*end == '%' && !end[1]) {
-		if (x > 100)
-			return -EINVAL;
+	if (n && v[n - 1] == '%') {
 		q->pct = true;
-		q->frac = x / 100;
-		return 0;
+		return nfsl_parse_percent(v, &q->frac);
 	}
-	if (*end || x != floor(x) || x > NFSL_MAX_SLOTS)
-		return -EINVAL;
-	q->slots = (__u32)x;
-	return 0;
+	rc = nfsl_parse_u64(v, 0, NFSL_MAX_SLOTS, &slots);
+	q->slots = (__u32)slots;
+	return rc;
 }
 
 /* ADDR/LEN (nfsl_parse_prefix: no host bits, -ERANGE) as the map's key:
@@ -162,8 +157,7 @@ static int parse_kv(struct nfsl_tenant_spec *sp, __u32 t, char *kv, const char *
 	}
 	return 0;
 bad_quota:
-	snprintf(err, errlen, "%s:%d: %s=%s: give N%% of each partition (0-100) or N slots "
-		 "of the store", path, ln, kv, v);
+	snprintf(err, errlen, "%s:%d: %s=%s: give " NFSL_QUOTA_RULE, path, ln, kv, v);
 	return -EINVAL;
 }
 

@@ -19,9 +19,10 @@
  * NAME: 1-15 of [A-Za-z0-9_.-]; "default" is the tenant of what no rule
  * claims, whose quota is what the others leave (it takes no quota=). Q:
  * "N%" of each partition (decimals allowed) or "N" slots of the store
- * (split evenly over its partitions). W: 1-1000 (default 1). A packet's
- * tenant is its longest matching dst= prefix's, else its outer VLAN's,
- * else its ingress interface's, else default. At most NFSL_MAX_TENANTS
+ * (split evenly over its partitions), in decimal digits (nfsl_quota_parse).
+ * W: 1-1000 (default 1). A packet's tenant is its longest matching dst=
+ * prefix's, else its outer VLAN's, else its ingress interface's, else
+ * default. At most NFSL_MAX_TENANTS
  * tenants with default, NFSL_MAX_TENANT_PREFIXES prefixes.
  */
 #ifndef NFSL_TENANT_H
@@ -79,9 +80,21 @@ struct nfsl_tenant_spec {
  */
 int nfsl_tenants_parse(const char *path, struct nfsl_tenant_spec *spec, char *err, size_t errlen);
 
-/* nfsl_quota_parse - "N%" (0-100, decimals allowed) or "N" slots into
- * @q. Returns 0 or -EINVAL. */
+/*
+ * nfsl_quota_parse - a quota (or min) into @q: "P%" of each partition, P
+ * in [0, 100] with a fraction allowed (nfsl_parse_percent: "12.5%"), or
+ * "N" slots of the store, N a whole number in [0, NFSL_MAX_SLOTS]
+ * (nfsl_parse_u64). Decimal digits only: "0x10", "010", "1e3", "-1" are
+ * refused, never read as 16, 8 or 1000. Returns 0 or util/value.h's
+ * -EINVAL, -EDOM (hex or octal) or -ERANGE.
+ */
 int nfsl_quota_parse(const char *v, struct nfsl_quota *q);
+
+/* The spellings nfsl_quota_parse takes, in a printf format ("give " RULE). */
+#define NFSL_QUOTA_RULE                                                                    \
+	"N%% of each partition (0-100) or N slots of the store (0-1048576), in decimal "   \
+	"digits: a whole number of slots, a percentage with a fraction allowed (12.5%%); " \
+	"no leading 0, 0x or exponent"
 
 /*
  * nfsl_quota_slots - @q in slots of each partition of @cfg (rounded down).

@@ -3,34 +3,108 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "util/value.h"
 
-int nfsl_parse_u64(const char *s, __u64 min, __u64 max, __u64 *v)
+/* nfsl_parse_u64 over the @n bytes at @s (a field of a longer string). */
+static int u64_span(const char *s, size_t n, __u64 min, __u64 max, __u64 *v)
 {
 	__u64 x = 0;
-	const char *p;
 
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || isdigit((unsigned char)s[1])))
+	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || isdigit((unsigned char)s[1])))
 		return -EDOM;
-	if (!*s)
+	if (!n)
 		return -EINVAL;
-	for (p = s; *p; p++)
-		if (!isdigit((unsigned char)*p))
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
 			return -EINVAL;
-	for (p = s; *p; p++) {
-		if (x > (UINT64_MAX - (__u64)(*p - '0')) / 10)
+	for (size_t i = 0; i < n; i++) {
+		if (x > (UINT64_MAX - (__u64)(s[i] - '0')) / 10)
 			return -ERANGE;
-		x = x * 10 + (__u64)(*p - '0');
+		x = x * 10 + (__u64)(s[i] - '0');
 	}
 	if (x < min || x > max)
 		return -ERANGE;
 	*v = x;
 	return 0;
+}
+
+int nfsl_parse_u64(const char *s, __u64 min, __u64 max, __u64 *v)
+{
+	return u64_span(s, strlen(s), min, max, v);
+}
+
+int nfsl_parse_u64_fields(const char *s, char sep, unsigned int n, __u64 max, __u64 *v)
+{
+	unsigned int i = 0;
+
+	for (;;) {
+		const char *e = strchr(s, sep);
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		__u64 x;
+		int rc = u64_span(s, len, 0, max, &x);
+
+		if (rc)
+			return rc;
+		if (i < n)
+			v[i] = x;
+		i++;
+		if (!e)
+			return i == n ? 0 : -EINVAL;
+		s = e + 1;
+	}
+}
+
+/*
+ * A decimal number, digits then optionally '.' and digits, that ends
+ * @s with the suffix @unit ("" or "%"). The spelling is checked first,
+ * so strtod reads exactly those digits (never hex, an exponent, inf or
+ * nan).
+ */
+static int decimal(const char *s, const char *unit, double min, double max, double *v)
+{
+	size_t k = strspn(s, "0123456789");
+	double x;
+
+	if (s[0] == '0' && (isdigit((unsigned char)s[1]) || s[1] == 'x' || s[1] == 'X'))
+		return -EDOM;
+	if (!k)
+		return -EINVAL;
+	if (s[k] == '.') {
+		size_t f = strspn(s + k + 1, "0123456789");
+
+		if (!f)
+			return -EINVAL;
+		k += 1 + f;
+	}
+	if (strcmp(s + k, unit))
+		return -EINVAL;
+	x = strtod(s, NULL);
+	if (!isfinite(x) || x < min || x > max)
+		return -ERANGE;
+	*v = x;
+	return 0;
+}
+
+int nfsl_parse_decimal(const char *s, double min, double max, double *v)
+{
+	return decimal(s, "", min, max, v);
+}
+
+int nfsl_parse_percent(const char *s, double *frac)
+{
+	double x;
+	int rc = decimal(s, "%", 0, 100, &x);
+
+	if (!rc)
+		*frac = x / 100;
+	return rc;
 }
 
 static const struct {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Typed values, parsed one way everywhere: the command-line option tables
- * (params.h), the NFs' KEY=VALUE option strings and the tenants file.
+ * (params.h), the NFs' KEY=VALUE option strings, the tenants file and
+ * nfslice-pktgen's mix files.
  * Each parser takes the whole string (no blanks, no trailing bytes) and
  * returns 0 or a negative errno that says what is wrong with it:
  *   -EINVAL  not of the type at all
@@ -40,6 +41,30 @@ struct nfsl_prefix {
  * 0 would. -ERANGE also on overflow of 64 bits.
  */
 int nfsl_parse_u64(const char *s, __u64 min, __u64 max, __u64 *v);
+
+/*
+ * nfsl_parse_u64_fields - exactly @n numbers, each as nfsl_parse_u64
+ * within [0, @max], separated by @sep: "0:4600:60000" into @v[0..2].
+ * Returns 0, the first bad field's error (an empty field is -EINVAL), or
+ * -EINVAL for another count of fields. @v may be partly written on error.
+ */
+int nfsl_parse_u64_fields(const char *s, char sep, unsigned int n, __u64 max, __u64 *v);
+
+/*
+ * nfsl_parse_decimal - a decimal number, a fraction allowed: digits, then
+ * optionally '.' and digits ("30", "2.5", "0.125"), within [@min, @max].
+ * No sign, no exponent ("1e3": -EINVAL), no inf or nan, no ".5" or "5.";
+ * a leading 0 before a digit or x ("05", "0x10") is -EDOM, as in
+ * nfsl_parse_u64 (strtod would read "0x10" as 16).
+ */
+int nfsl_parse_decimal(const char *s, double min, double max, double *v);
+
+/*
+ * nfsl_parse_percent - "P%", P as nfsl_parse_decimal within [0, 100]
+ * ("40%", "12.5%"), into the fraction *@frac = P / 100 in [0, 1]. Without
+ * the '%' (or with bytes after it) -EINVAL; P over 100 -ERANGE.
+ */
+int nfsl_parse_percent(const char *s, double *frac);
 
 /*
  * nfsl_parse_duration - a duration into a count of @unit_ns nanoseconds
