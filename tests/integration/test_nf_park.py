@@ -174,17 +174,27 @@ def two_servers_run(pr, burst_to_b):
     # 2, and it is more than the whole share of the CPU (3 parts) times
     # the expiry: a store without parts would have evicted B's payloads.
     # Checked by the tests after their results (which say more).
+    # A frame sent on SEND_CPU can still be sliced on the other CPU: when
+    # the kernel's own frames on cli0 (IPv6 neighbour discovery, MLD) had
+    # the veth's NAPI poll running there as it entered the ring. Such
+    # strays (a few at most) only shrink the burst on SEND_CPU, which must
+    # still exceed the expiry times the CPU's share.
     share = part * nparts
-    want = {(SEND_CPU, 2): PARK_PARKED + (burst_n if burst_to_b else 0),
-            (SEND_CPU, 1): 0 if burst_to_b else burst_n}
+    on = {p: seq.get((SEND_CPU, p), 0) for p in range(nparts)}
+    strays = sum(seq.values()) - sum(on.values())
     seen = {k: v for k, v in seq.items() if v}
 
     def where():
-        assert {k: seq.get(k) for k in want} == want and \
-            burst_n > status["expiry"] * share and \
+        if burst_to_b:      # the burst in B's part 2, nothing in part 1
+            ok = on[1] == 0 and on[2] - PARK_PARKED > status["expiry"] * share
+        else:               # B's payloads in part 2, the burst in part 1
+            ok = on[2] <= PARK_PARKED and on[1] > status["expiry"] * share
+        assert ok and on[0] == 0 and strays <= 4 and \
             sum(seq.values()) == PARK_PARKED + burst_n, \
-            f"slice attempts by (CPU, part): {seen}, want {want}; burst " \
-            f"{burst_n}; expiry {status['expiry']}, {share} slots a CPU"
+            f"slice attempts by (CPU, part): {seen}; SEND_CPU {SEND_CPU}, " \
+            f"B's {PARK_PARKED} in part 2, burst {burst_n} to part " \
+            f"{2 if burst_to_b else 1}; expiry {status['expiry']}, " \
+            f"{share} slots a CPU"
     return parked, burst, got_b, got_a, delta(mid, st0), d, reps, where
 
 
