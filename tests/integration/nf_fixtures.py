@@ -366,6 +366,18 @@ CHAIN_CASES = [("rxbisect", 2), ("shring", 2), ("privring", 1),
 CHAIN_IDS = [f"{m}-{w}w" for m, w in CHAIN_CASES]
 
 
+def check_nat_ports(got, sent):
+    """GOT (sink) from NAT: one external port per flow of SENT ((frame,
+    Flow) pairs), kept by all its frames, no two flows on one port."""
+    flow_of = {nfpkt.parse(f).payload: fl for f, fl in sent}
+    ext = {}
+    for g in got:
+        p = nfpkt.parse(g)
+        fl = flow_of[p.payload]
+        assert ext.setdefault(fl, p.sport) == p.sport, (fl, p)
+    assert len(set(ext.values())) == len(ext) == len(set(flow_of.values()))
+
+
 def check_nat_lb(got, sent, what):
     """GOT (sink) holds SENT's payloads, each from EXT_IP; those SENT to the
     VIP at a backend, one per flow, all three used if there are enough

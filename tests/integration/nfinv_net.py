@@ -12,17 +12,15 @@ Its traffic is nfinv.py run as a script in the namespaces (HERE).
 import atexit
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from nfsl import rig as nfrig
 from nfsl import topo as nfsltopo
-from nfsl.rig import NFSLICE, PY, describe, poll, run
+from nfsl.rig import NFSLICE, PY, describe, poll, purge_domains, run
 
 TOKEN_LEN = 16      # bytes of a sliced header's token
-BPFFS = Path("/sys/fs/bpf")
 # Namespace names of this run: the suite's per-run prefix where nfrig
 # has one (its end-of-session leftover check then covers them too),
 # else one made of this process's id.
@@ -270,19 +268,12 @@ class Net:
             except Exception:
                 pass
         for role, cookie in list(self.cookies.items()):
-            nsdir = BPFFS / "nfslice" / f"ns{cookie}"
-            if nsdir.is_dir():
-                for d in sorted(nsdir.iterdir()):
-                    try:
-                        run(["ip", "netns", "exec", self.ns(role), NFSLICE,
-                             "detach", "--name", d.name], timeout=60)
-                    except Exception:
-                        pass
-                    shutil.rmtree(d, ignore_errors=True)
-                try:
-                    nsdir.rmdir()
-                except OSError:
-                    pass
+            try:
+                purge_domains(cookie, lambda dom, role=role: run(
+                    ["ip", "netns", "exec", self.ns(role), NFSLICE, "detach",
+                     "--name", dom], timeout=60))
+            except Exception:
+                pass
         self.cookies = {}
         for role in reversed(self.roles):
             try:

@@ -159,7 +159,8 @@ if __name__ == "__main__":
 from nfsl import rig as nfrig  # noqa: E402
 from nfsl import topo as nfsltopo  # noqa: E402
 from nfsl import pkt as nfpkt  # noqa: E402
-from nfsl.rig import NFSLICE, PY, ROOT, describe, must, poll, run  # noqa: E402
+from nfsl.rig import (NFSLICE, PY, ROOT, describe, must, poll,  # noqa: E402
+                      purge_domains, run)
 
 # NFSLICE_NF=path runs the tests against another nfslice-nf build.
 NF = Path(os.environ.get("NFSLICE_NF") or ROOT / "build" / "nfslice-nf")
@@ -411,18 +412,11 @@ class XRig:
                 pass
         self.procs = []
         if self.cookie is not None:
-            nsdir = BPFFS / "nfslice" / f"ns{self.cookie}"
-            if nsdir.is_dir():
-                for d in sorted(nsdir.iterdir()):
-                    try:
-                        self.nfslice("detach", "--name", d.name)
-                    except Exception:
-                        pass
-                    shutil.rmtree(d, ignore_errors=True)
-                try:
-                    nsdir.rmdir()
-                except OSError:
-                    pass
+            try:
+                purge_domains(self.cookie,
+                              lambda dom: self.nfslice("detach", "--name", dom))
+            except Exception:
+                pass
         for role in reversed(self.made):
             try:
                 run(["ip", "netns", "delete", self.ns(role)])

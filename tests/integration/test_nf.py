@@ -70,8 +70,8 @@ from nfxsk import GEN4, MACS, SINK4, swap_macs
 from nf_fixtures import (
     BACKENDS, CHAIN_CASES, CHAIN_IDS, DOMAIN, EXT_IP, FW_CASES, FW_IDS, Flow,
     IPLEN, LB_OPTS, NAT_OPTS, QOS_GREEN, QOS_GREEN_N, QOS_N, QOS_YELLOW_N,
-    VIP, WORKERS, build, check_nat_lb, delta, equivalence, fw, ip4_rewrite,
-    is_big, one_queue, own_flows, predicted, rig, xr)
+    VIP, WORKERS, build, check_nat_lb, check_nat_ports, delta, equivalence,
+    fw, ip4_rewrite, is_big, one_queue, own_flows, predicted, rig, xr)
 
 
 def fw_frames(fw_flows):
@@ -148,14 +148,7 @@ def test_nat_equivalence(one_queue, mode, workers):
     off, on = equivalence(one_queue, "nat", NAT_OPTS, frames, len(frames),
                           workers, mode, replies=replies, rev_expect=len(frames))
     check_nat_lb(off.got, frames, "nat")
-    # one external port per flow, kept by all its frames
-    flow_of = {nfpkt.parse(f).payload: fl for f, fl in frames}
-    ext = {}
-    for g in off.got:
-        p = nfpkt.parse(g)
-        fl = flow_of[p.payload]
-        assert ext.setdefault(fl, p.sport) == p.sport, (fl, p)
-    assert len(set(ext.values())) == len(ext) == len(set(flow_of.values()))
+    check_nat_ports(off.got, frames)
     # every reply at the gen's own address and port
     back = sorted((socket.inet_ntoa(p.src), p.sport, socket.inet_ntoa(p.dst),
                    p.dport) for p in map(nfpkt.parse, off.rev))

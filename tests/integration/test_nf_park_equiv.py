@@ -15,8 +15,9 @@ from nfsl.rig import poll
 from nf_fixtures import (
     BACKENDS, CHAIN_CASES, CHAIN_IDS, DOMAIN, FW_CASES, FW_IDS, LB_OPTS,
     NAT_OPTS, NAT_W1_PORT, PARK_CHAIN_OPTS, PARK_QUEUES, QOS_GREEN, Result,
-    VIP, at_server, check_nat_lb, equivalence, fw, is_big, own_flows, park,
-    park_frames, park_fw_flows, pr, rig, run_domain, with_l2fwd, xr)
+    VIP, at_server, check_nat_lb, check_nat_ports, equivalence, fw, is_big,
+    own_flows, park, park_frames, park_fw_flows, pr, rig, run_domain,
+    with_l2fwd, xr)
 
 
 # ------------------------------------- 7. functional equivalence in park --
@@ -148,13 +149,7 @@ def test_park_nat_equivalence(pr, mode, workers):
     off, on = park_equivalence(pr, "nat", NAT_OPTS, frames, len(frames),
                                mode, workers, spread=False)
     check_nat_lb(off.got, frames, f"nat ({mode})")
-    flow_of = {nfpkt.parse(f).payload: fl for f, fl in frames}
-    ext = {}
-    for g in off.got:
-        p = nfpkt.parse(g)
-        fl = flow_of[p.payload]
-        assert ext.setdefault(fl, p.sport) == p.sport, (fl, p)
-    assert len(set(ext.values())) == len(ext) == len(set(flow_of.values()))
+    check_nat_ports(off.got, frames)
     c = on.rep["nf_counters"]["nat"]
     assert (c["translated_out"], c["translated_in"], c["unsolicited"],
             c["misrouted"], c["table_full"]) == (len(frames), 0, 0, 0, 0), c
