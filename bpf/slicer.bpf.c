@@ -228,6 +228,8 @@ __noinline __u32 nfsl_tenant_of(struct xdp_md *ctx, const struct nfsl_config *cf
  * splicer, whatever its DSCP, ports or addresses: re-marked or rewritten,
  * it would take its parked payload somewhere else. The splicers honour a
  * token at any DSCP (an NF may re-mark), so this check does too.
+ * Every DSCP: a token naming no slot of the store is not ours
+ * (nfsl_token_in_store), without a MAC.
  * DSCP 63: the MAC decides. Under the domain's own key only: a header a
  * previous instance sliced (key_old, copy-mode migration) may enter one
  * of this instance's domain interfaces on its way to the splicer that
@@ -263,10 +265,10 @@ static __always_inline bool nfsl_is_replay(struct xdp_md *ctx,
 		__builtin_memcpy(&tok, t, sizeof(tok));
 	else if (bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)))
 		return false;
+	if (!nfsl_token_index(&tok, &idx) || !nfsl_token_in_store(idx, cfg->slots))
+		return false;
 	if (p->dscp == NFSL_DSCP_SLICED)
 		return nfsl_token_verify(&tok, cfg->key);
-	if (!nfsl_token_index(&tok, &idx) || idx >= cfg->slots)
-		return false;
 	s = bpf_map_lookup_elem(&nfsl_store, &idx);
 	if (!s || !nfsl_slot_busy(s, nfsl_ntohl(tok.gen)))
 		return false;

@@ -97,7 +97,8 @@ enum nfsl_find { NFSL_NOT_OURS, NFSL_OURS, NFSL_RETIRED };
  * previous instance's after a copy-mode migration; nfsl_token_retired: a
  * key the domain retired lately, its payload gone)
  * @tok:  out: the token
- * @slot: out: the slot it names, NULL when outside the store
+ * @slot: out: the slot it names, NULL when outside the store (or not
+ *        ours)
  */
 static __always_inline enum nfsl_find nfsl_token_find(struct __sk_buff *skb,
 						      const struct nfsl_config *cfg,
@@ -107,12 +108,15 @@ static __always_inline enum nfsl_find nfsl_token_find(struct __sk_buff *skb,
 	struct nfsl_retired *r;
 	__u32 idx, zero = 0;
 
+	*slot = NULL;
 	if (bpf_skb_load_bytes(skb, tok_off, tok, sizeof(*tok)) ||
 	    !nfsl_token_index(tok, &idx))
 		return NFSL_NOT_OURS;
-	*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
-	if (nfsl_token_ours_cfg(tok, *slot, cfg))
-		return NFSL_OURS;
+	if (nfsl_token_in_store(idx, cfg->slots)) {
+		*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
+		if (nfsl_token_ours_cfg(tok, *slot, cfg))
+			return NFSL_OURS;
+	}
 	r = bpf_map_lookup_elem(&nfsl_retired, &zero);
 	if (r && nfsl_retired_any(r) && nfsl_token_retired(tok, r, bpf_ktime_get_ns()))
 		return NFSL_RETIRED;

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
+#include "ref.h"
 #include "nfsl/domain.h"
 #include "xsk/nfsl_xsk_splice.h"
 #include "util/util.h"
@@ -146,6 +147,41 @@ Test(replay, retired_key_stale)
 			change_key(0);
 			x_splice_untouched("no retired key", sliced, slen, V_TC_OK, &bad);
 		}
+}
+
+/* A retired key may have signed any index (its store may have been
+ * larger): a token beyond the store under a retired key in grace is still
+ * stale, in the tc and the AF_XDP splice (nfsl_token_in_store exempts
+ * only the domain's own keys); under the domain's key it is not ours. */
+Test(replay, retired_key_beyond_store)
+{
+	struct nfsl_counters stale = { .stale = 1 }, bad = { .bad_token = 1 };
+	struct nfsl_domain d = { .config_fd = -1, .counters_fd = -1, .cursor_fd = -1 };
+	struct pkt_spec s = { .size = 1200, .proto = PKT_UDP };
+	uint8_t in[PKT_MAX], sliced[PKT_MAX], frame[2048];
+	size_t len = pkt_build(&s, in);
+	struct nfsl_xsk_store xs;
+	struct ref_info ri;
+	uint32_t slen, flen;
+	void *m;
+
+	x_slice_ok("beyond", in, len, h_part_base(), 1, NULL, sliced, &slen);
+	cr_assert_eq(ref_parse(sliced, slen, &ri), 0);
+	h_token(NFSL_TOKEN_WORD(H_STORE_SLOTS + 5, 1000), 1, sliced + ri.l3end - NFSL_TOKEN_LEN);
+	x_splice_untouched("own key", sliced, slen, V_TC_OK, &bad);
+	change_key(nfsl_now_ns() + 10000000000ull);
+	x_splice_untouched("retired key, in grace", sliced, slen, V_TC_SHOT, &stale);
+	d.store_fd = H.store;
+	d.cfg = H.cfg;
+	cr_assert_eq(nfsl_xsk_store_open(&xs, &d), 0);
+	m = mmap(NULL, sizeof(struct nfsl_retired), PROT_READ, MAP_SHARED, H.retired, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	xs.retired = m;
+	memcpy(frame, sliced, slen);
+	flen = slen;
+	cr_expect_eq(nfsl_xsk_splice(&xs, frame, &flen, sizeof(frame), 1500),
+		     NFSL_XSK_SPLICE_STALE);
+	nfsl_xsk_store_close(&xs);
 }
 
 /* A grace period that ended: the key is not honoured any more. */

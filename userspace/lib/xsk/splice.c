@@ -258,19 +258,22 @@ static bool nfsl_xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 le
 	memcpy(tok, frame + *tok_off, sizeof(*tok));
 	if (!nfsl_token_index(tok, &idx))
 		return false;
-	*s = idx < st->nslots ? &st->slots[idx] : NULL;
-	/* read before the check: a refresh meanwhile makes it stale (safe) */
-	seq = __atomic_load_n(&st->cfg_seq, __ATOMIC_ACQUIRE);
-	if (tok_carried(carry, tok, *tok_off, seq))
-		return true;
-	if (nfsl_xsk_token_ours(st, tok, *s)) {
-		if (rec)
-			*rec = (struct nfsl_xsk_tok){ .tok = *tok, .cfg_seq = seq,
-						      .off = *tok_off, .ours = 1 };
-		return true;
+	*s = NULL;
+	if (nfsl_token_in_store(idx, st->nslots)) {
+		*s = &st->slots[idx];
+		/* read before the check: a refresh meanwhile makes it stale (safe) */
+		seq = __atomic_load_n(&st->cfg_seq, __ATOMIC_ACQUIRE);
+		if (tok_carried(carry, tok, *tok_off, seq))
+			return true;
+		if (nfsl_xsk_token_ours(st, tok, *s)) {
+			if (rec)
+				*rec = (struct nfsl_xsk_tok){ .tok = *tok, .cfg_seq = seq,
+							      .off = *tok_off, .ours = 1 };
+			return true;
+		}
+		if (nfsl_xsk_cfg_refresh(st, &c) && nfsl_token_ours_cfg(tok, *s, &c))
+			return true;
 	}
-	if (nfsl_xsk_cfg_refresh(st, &c) && nfsl_token_ours_cfg(tok, *s, &c))
-		return true;
 	/* Under a key the domain retired: its payload is gone. Found, with
 	 * no slot: every caller takes that as stale. */
 	if (st->retired && nfsl_retired_any(st->retired) &&
