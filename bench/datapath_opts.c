@@ -180,6 +180,7 @@ static void usage(FILE *f)
 		"                       slicer-nolog, slicer-tenants, slicer-skip,\n"
 		"                       slicer-replay63,\n"
 		"                       slicer-skip-events, splicer-nores, splicer-events,\n"
+		"                       splicer-foreign,\n"
 		"                       tc-empty, tc-parse, tc-store, splicer,\n"
 		"                       tc-store-lag, splicer-lag (default: all)\n"
 		"  -c, --cpu N          CPU to pin to (default: the last online CPU)\n"

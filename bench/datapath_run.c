@@ -86,6 +86,36 @@ static int prog_fd(struct bench *b, int id)
 	}
 }
 
+/* splicer-foreign: @iters runs of the splicer @fd on @c's unsliced frame
+ * with random last 16 bytes (where a token would lie), each passed
+ * untouched; *@dur gets the sum of the runs' durations. 0 or -errno. */
+static int foreign_block(struct bench *b, const struct bcase *c, int fd, unsigned int iters,
+			 __u64 *dur)
+{
+	static __u8 in[PKT_BUF];
+	static __u64 x = 0x9e3779b97f4a7c15ull; /* xorshift64 state */
+	unsigned int len;
+	__u32 ret, du;
+	int err = 0;
+
+	memcpy(in, c->pkt, c->size);
+	for (unsigned int i = 0; i < iters && !err; i++) {
+		for (unsigned int k = c->size - 16; k < c->size; k += 8) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			memcpy(in + k, &x, 8);
+		}
+		err = dp_run_once(b, HOOK_TC, fd, in, c->size, &len, &ret, &du);
+		*dur += du;
+		if (!err && (ret != (__u32)TC_ACT_UNSPEC || len != c->size ||
+			     memcmp(b->out, in, len))) {
+			pr_err("splicer-foreign: the splicer changed or dropped a %u B frame "
+			       "(verdict %u)", c->size, ret);
+			err = -EPROTO;
+		}
+	}
+	return err;
+}
+
 /* Kernel run-time statistics of a program: total ns and runs so far. */
 static int prog_stats(int fd, __u64 *ns, __u64 *cnt)
 {
@@ -419,6 +449,8 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 		}
 		if (err)
 			pr_err("%s test run failed: %s", d->name, strerror(-err));
+	} else if (id == B_SPLICER_FOREIGN) {
+		err = foreign_block(b, c, fd, iters, &dur);
 	} else if (!c->sliced) {
 		/* Splicer on a packet too small to slice: parse and pass. */
 		for (i = 0; i < iters && !err; i++) {

@@ -92,25 +92,22 @@ struct {
 enum nfsl_find { NFSL_NOT_OURS, NFSL_OURS, NFSL_RETIRED };
 
 /*
- * nfsl_token_find - are the 16 bytes at @tok_off one of our tokens?
- * (nfsl_token_index, nfsl_token_ours_cfg: the domain's key, or the
- * previous instance's after a copy-mode migration; nfsl_token_retired: a
- * key the domain retired lately, its payload gone)
- * @tok:  out: the token
+ * nfsl_token_find - is @tok (the last 16 bytes of the IP packet) one of our
+ * tokens? (nfsl_token_index, nfsl_token_in_store, nfsl_token_ours_cfg: the
+ * domain's key, or the previous instance's after a copy-mode migration;
+ * nfsl_token_retired: a key the domain retired lately, its payload gone)
  * @slot: out: the slot it names, NULL when outside the store (or not
  *        ours)
  */
-static __always_inline enum nfsl_find nfsl_token_find(struct __sk_buff *skb,
-						      const struct nfsl_config *cfg,
-						      __u32 tok_off, struct nfsl_token *tok,
+static __always_inline enum nfsl_find nfsl_token_find(const struct nfsl_config *cfg,
+						      const struct nfsl_token *tok,
 						      struct nfsl_slot **slot)
 {
 	struct nfsl_retired *r;
 	__u32 idx, zero = 0;
 
 	*slot = NULL;
-	if (bpf_skb_load_bytes(skb, tok_off, tok, sizeof(*tok)) ||
-	    !nfsl_token_index(tok, &idx))
+	if (!nfsl_token_index(tok, &idx))
 		return NFSL_NOT_OURS;
 	if (nfsl_token_in_store(idx, cfg->slots)) {
 		*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
@@ -148,12 +145,20 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 	struct nfsl_slot *s = NULL;
 	__u64 parked_ns;
 	__u16 *csum_field, csum;
-	struct nfsl_token tok;
+	struct nfsl_token tok, *t;
 	__u8 flags;
 
 	if (!nfsl_splice_token_off(p, &tok_off))
 		goto not_ours;
-	switch (nfsl_token_find(skb, cfg, tok_off, &tok, &s)) {
+	/* Read in place, no helper call (~20 ns each here), where the token
+	 * lies in the linear part (0x3fff: the verifier's bound on packet
+	 * offsets); from page frags through the helper. */
+	t = data + (tok_off & 0x3fff);
+	if (tok_off <= 0x3fff && (void *)(t + 1) <= data_end)
+		__builtin_memcpy(&tok, t, sizeof(tok));
+	else if (bpf_skb_load_bytes(skb, tok_off, &tok, sizeof(tok)))
+		goto not_ours;
+	switch (nfsl_token_find(cfg, &tok, &s)) {
 	case NFSL_OURS:
 		break;
 	case NFSL_RETIRED:
@@ -245,7 +250,9 @@ static long nfsl_gso_seg(__u32 i, void *arg)
 		end = w->l3end;
 	if (end < w->payoff + NFSL_TOKEN_LEN)
 		return 1;
-	switch (nfsl_token_find(w->skb, w->cfg, end - NFSL_TOKEN_LEN, &tok, &s)) {
+	if (bpf_skb_load_bytes(w->skb, end - NFSL_TOKEN_LEN, &tok, sizeof(tok)))
+		return end == w->l3end;
+	switch (nfsl_token_find(w->cfg, &tok, &s)) {
 	case NFSL_OURS:
 		if (s)
 			nfsl_slot_release(s, nfsl_ntohl(tok.gen));
