@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: GPL-2.0
+"""bench/ab.sh, its report bench/ab_report.py, and the end of
+bench/suite.sh (issue 19 item 5): usage errors exit 2 with a message that
+names the problem and the fix, a commit that does not build exits 1 and
+leaves no worktree, the A/B report's numbers and verdicts on canned driver
+CSVs, the suite's target table on canned experiment output. No rig, no
+BPF, nothing built: a few seconds.
+"""
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from nfsl.rig import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import ab_report  # noqa: E402
+import suite_targets  # noqa: E402
+
+AB = ROOT / "bench" / "ab.sh"
+HEAD = "HEAD"
+
+
+def run(*args, **kw):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, **kw)
+
+
+def worktrees():
+    return run("git", "worktree", "list", "--porcelain").stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    ([], "give two revisions: bench/ab.sh OLD NEW [-- DRIVER-ARGS] "
+         "(make ab OLD=REV NEW=REV)"),
+    ([HEAD], "give two revisions"),
+    (["no-such-rev", HEAD], "OLD 'no-such-rev' is not a commit of"),
+    ([HEAD, "0123456789abcdef0123"], "NEW '0123456789abcdef0123' is not a commit of"),
+    (["-n", "1", HEAD, HEAD], "-n '1': give a number of pairs in 2..100"),
+    (["--pairs", "x", HEAD, HEAD], "--pairs 'x': give a number of pairs in 2..100"),
+    (["--bogus", HEAD, HEAD], "unknown option '--bogus'"),
+    ([HEAD, HEAD, "-s", "64"], "'-s' after OLD NEW: driver arguments go after '--'"),
+    ([HEAD, HEAD, "--", "-r", "3", "--csv", "x"],
+     "driver argument '--csv' is the script's own: leave it out"),
+])
+def test_ab_usage(args, msg):
+    """Each usage error: exit 2, the problem and the fix on stderr, a
+    pointer to --help, nothing on stdout, no worktree made."""
+    before = worktrees()
+    r = run(AB, *args)
+    assert r.returncode == 2, r
+    assert r.stdout == ""
+    assert f"bench/ab.sh: {msg}" in r.stderr
+    assert r.stderr.endswith("bench/ab.sh: see bench/ab.sh --help\n")
+    if "commit of" in msg:
+        assert "give a sha, tag or branch (git log --oneline)" in r.stderr
+    assert worktrees() == before
+
+
+def test_ab_help():
+    """--help: exit 0, names the units, the lock and the exit statuses."""
+    r = run(AB, "--help")
+    assert r.returncode == 0 and r.stderr == ""
+    for s in ("Usage: bench/ab.sh [OPTIONS] OLD NEW [-- DRIVER-ARGS...]",
+              "ns/packet", "NEW/OLD", "for the run phase only", "--no-lock",
+              "Exit status: 0", "1 a build or a\nrun failed", "2 usage"):
+        assert s in r.stdout, s
+
+
+def test_ab_commit_that_does_not_build():
+    """The repository's first commit has no bench-build target: exit 1,
+    the commit and the fix named, its log kept, the worktree removed."""
+    first = run("git", "rev-list", "--max-parents=0", HEAD).stdout.split()[0]
+    short = run("git", "rev-parse", "--short", first).stdout.strip()
+    before = worktrees()
+    r = run(AB, first, HEAD, "--", "-r", "1")
+    assert r.returncode == 1, r
+    log = ROOT / "build" / "ab" / f"build-{short}.log"
+    assert (f"bench/ab.sh: commit {short} ({first}) does not build "
+            f"(make bench-build; log {log}): pick a commit that builds" in r.stderr)
+    assert "No rule to make target 'bench-build'" in log.read_text()
+    assert worktrees() == before
+    assert not (ROOT / "build" / "ab" / "bin" / first).exists()
+
+
+HEADER = ("size,proto,program,hook,sliced,ns_median,ns_p25,ns_p75,ns_min,ns_max,"
+          "raw_median,bias_median,duration_net_median,live_net_median,baseline,"
+          "ratio,ratio_p25,ratio_p75,ratio_min,ratio_max,target,met").split(",")
+
+
+def driver_csv(path, rows):
+    """A CSV as nfslice-bench-datapath --csv writes it: ROWS of
+    (program, ns_median, baseline, ratio) at 1514 B UDP."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for prog, ns, base, ratio in rows:
+            row = dict.fromkeys(HEADER, "")
+            row.update(size=1514, proto="udp", program=prog, hook="xdp", sliced=1,
+                       ns_median=f"{ns:.2f}", baseline=base,
+                       ratio="" if ratio is None else f"{ratio:.3f}")
+            w.writerow([row[h] for h in HEADER])
+    return path
+
+
+def canned(tmp_path):
+    """Three pairs: slicer slower in every pair, the copy up and down,
+    slicer-nofib only in NEW."""
+    old = [[("xdp-copy-cold", 300, "", None), ("slicer", 600, "xdp-copy-cold", 2.0)],
+           [("xdp-copy-cold", 310, "", None), ("slicer", 620, "xdp-copy-cold", 2.1)],
+           [("xdp-copy-cold", 290, "", None), ("slicer", 580, "xdp-copy-cold", 1.9)]]
+    new = [[("xdp-copy-cold", 330, "", None), ("slicer", 660, "xdp-copy-cold", 2.2),
+            ("slicer-nofib", 400, "xdp-copy-cold", 1.3)],
+           [("xdp-copy-cold", 279, "", None), ("slicer", 651, "xdp-copy-cold", 2.3),
+            ("slicer-nofib", 410, "xdp-copy-cold", 1.4)],
+           [("xdp-copy-cold", 290, "", None), ("slicer", 696, "xdp-copy-cold", 2.4),
+            ("slicer-nofib", 420, "xdp-copy-cold", 1.5)]]
+    files = []
+    for i, (o, n) in enumerate(zip(old, new)):
+        files += [driver_csv(tmp_path / f"old-{i}.csv", o),
+                  driver_csv(tmp_path / f"new-{i}.csv", n)]
+    return files
+
+
+def test_ab_report_numbers(tmp_path):
+    """Medians over the runs, the median and min..max of the per-pair
+    ratios, the verdicts and the within-run ratio to the baseline."""
+    r = run(sys.executable, ROOT / "bench" / "ab_report.py", "--labels", "aaa,bbb",
+            *canned(tmp_path))
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("A/B: OLD aaa vs NEW bbb, 3 pairs; ns/packet net of the "
+                        "empty program, median over the runs; NEW/OLD: median of "
+                        "the per-pair ratios [min..max]")
+    body = [ln.split() for ln in lines[2:5]]
+    # copy: ratios 1.1, 0.9, 1.0: within the noise
+    assert body[0] == ["1514", "udp", "xdp-copy-cold", "300.0", "290.0",
+                       "1.000", "[0.900..1.100]", "-"]
+    # slicer: ratios 1.1, 1.05, 1.2: slower in every pair
+    assert body[1] == ["1514", "udp", "slicer", "600.0", "660.0", "1.100",
+                       "[1.050..1.200]", "slower", "2.00", "->", "2.30",
+                       "xdp-copy-cold"]
+    assert body[2] == ["1514", "udp", "slicer-nofib", "-", "410.0", "-", "only",
+                       "NEW", "-", "->", "1.40", "xdp-copy-cold"]
+    assert lines[5] == ("moved (every pair on one side of 1.00): 1 of 3 rows; an "
+                        "unchanged row does so by chance with p = 0.250 (3 pairs)")
+
+
+def test_ab_report_faster_and_errors(tmp_path):
+    """Every pair below 1: faster. Odd file count: exit 2; a file that is
+    not the driver's CSV: exit 1 naming it."""
+    pairs = [({(1514, "udp", "splicer"): (400.0, "tc-store", 1.4)},
+              {(1514, "udp", "splicer"): (300.0, "tc-store", 1.1)}),
+             ({(1514, "udp", "splicer"): (410.0, "tc-store", 1.4)},
+              {(1514, "udp", "splicer"): (400.0, "tc-store", 1.3)})]
+    (row,) = ab_report.compare(pairs)
+    assert row["verdict"] == "faster"
+    assert row["rmax"] == pytest.approx(400 / 410)
+    files = canned(tmp_path)
+    r = run(sys.executable, ROOT / "bench" / "ab_report.py", *files[:3])
+    assert r.returncode == 2
+    assert "give CSV files in pairs, OLD then NEW" in r.stderr
+    bad = tmp_path / "bad.csv"
+    bad.write_text("size,program\n64,slicer\n")
+    r = run(sys.executable, ROOT / "bench" / "ab_report.py", files[0], bad)
+    assert r.returncode == 1
+    assert r.stderr == (f"ab_report.py: {bad}: not a --csv file of "
+                        "nfslice-bench-datapath (needs columns size, proto, "
+                        "program, ns_median, baseline, ratio)\n")
+
+
+SUITE_OUT = """\
+target 1514 B udp: slicer 305.2 ns = 1.15x xdp-copy-cold (target <= 1.3x): met
+target 1514 B udp: splicer 371.4 ns = 2.32x tc-store (target <= 1.3x): NOT met
+  target slicing >= 0.9x (b): 0.805 NOT met; not slicing indistinguishable from (b): 0.953 (sign test p 0.03) NOT met
+  rxdrop 1514 B into one queue (target 2 Mpps): paced NDR 0.50 Mpps (privring) NOT met; unpaced, loss < 0.1%: 0.70 Mpps (privring) met
+a line that says nothing about targets
+"""
+
+
+def test_suite_target_table(tmp_path):
+    """Every target clause of the experiments' output, one row each, met
+    or NOT met; a missing log is a row saying so."""
+    log = tmp_path / "x.log"
+    log.write_text(SUITE_OUT)
+    assert suite_targets.statements(SUITE_OUT) == [
+        ("<= 1.3x", "1514 B udp: slicer 305.2 ns = 1.15x xdp-copy-cold", True),
+        ("<= 1.3x", "1514 B udp: splicer 371.4 ns = 2.32x tc-store", False),
+        ("slicing >= 0.9x (b)", "0.805", False),
+        ("not slicing indistinguishable from (b)", "0.953 (sign test p 0.03)", False),
+        ("2 Mpps", "rxdrop 1514 B into one queue: paced NDR 0.50 Mpps (privring)", False),
+        ("unpaced, loss < 0.1%", "0.70 Mpps (privring)", True)]
+    lines = suite_targets.table([("dp", str(log)), ("nf", str(tmp_path / "none"))])
+    assert lines[0] == ("targets (7; 4 NOT met; reported, not asserted: they do "
+                        "not change the exit status)")
+    assert lines[1].split() == ["experiment", "target", "measured", "met"]
+    assert [ln.rsplit("  ", 1)[-1].strip() for ln in lines[2:]] == [
+        "met", "NOT met", "NOT met", "NOT met", "NOT met", "met", "-"]
+    assert lines[-1].split()[:5] == ["nf", "-", "no", "log:", "No"]
+
+
+def test_suite_usage():
+    """bench/suite.sh: an unknown argument is a usage error (exit 2, the
+    fix named); --help states what the exit status means."""
+    r = run(ROOT / "bench" / "suite.sh", "--fast")
+    assert r.returncode == 2
+    assert r.stderr == ("bench/suite.sh: unknown argument '--fast': give --quick "
+                        "or nothing (or QUICK=1)\n")
+    r = run(ROOT / "bench" / "suite.sh", "--help")
+    assert r.returncode == 0
+    assert ("Exit status: 0 every experiment ran (whether or not its targets were met:\n"
+            "read the table), 1 an experiment failed to run") in r.stdout
+    assert "Targets NOT met never change the status." in r.stdout
