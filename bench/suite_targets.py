@@ -10,7 +10,9 @@ in 'met' or 'NOT met', as the experiments print them, e.g. the datapath's
 "target 1514 B udp: slicer 305.2 ns = 1.15x xdp-copy (target <= 1.5x): met"
 or exp_iperf's "target slicing >= 0.9x (b): 0.805 NOT met". The target is
 the parenthesised '(target <= X)' / '(>= X)' / '(target X)', or else what
-the clause names before its first ': '; the rest is the measured value. A missing
+the clause names before its first ': '; the rest is the measured value
+(a clause with neither is all 'measured', its target '-'). A table header
+ending in 'target met' is not a statement. A missing
 or unreadable log is reported as such in the table. Exit status: 0 printed
 (met or not), 2 usage.
 """
@@ -32,6 +34,8 @@ def statements(text):
             if not m:
                 continue
             body, met = m.group(1).strip().rstrip(":").strip(), m.group(2) == "met"
+            if body.endswith("target"):     # a table's header: "... target met"
+                continue
             p = PAREN.search(body)
             if p:
                 target = p.group(1).strip()
@@ -41,8 +45,8 @@ def statements(text):
                 target, measured = body.split(": ", 1)
                 target = re.sub(r"^target\s+", "", target.strip())
                 measured = measured.strip()
-            else:
-                target, measured = body, ""
+            else:                           # the target is in the words
+                target, measured = "-", body
             out.append((target, measured, met))
     return out
 

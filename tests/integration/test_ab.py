@@ -7,8 +7,11 @@ CSVs, the suite's target table on canned experiment output. No rig, no
 BPF, nothing built: a few seconds.
 """
 import csv
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -82,6 +85,35 @@ def test_ab_commit_that_does_not_build():
     assert "No rule to make target 'bench-build'" in log.read_text()
     assert worktrees() == before
     assert not (ROOT / "build" / "ab" / "bin" / first).exists()
+
+
+def test_ab_interrupted_build_leaves_no_worktree(tmp_path):
+    """SIGTERM while a commit builds: exit 143, the worktree removed. The
+    build is a stand-in make (first on PATH) that says it started and
+    waits, so nothing is compiled."""
+    first = run("git", "rev-list", "--max-parents=0", HEAD).stdout.split()[0]
+    started = tmp_path / "started"
+    fake = tmp_path / "make"
+    fake.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 60\n")
+    fake.chmod(0o755)
+    before = worktrees()
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+    p = subprocess.Popen([str(AB), first, HEAD], cwd=ROOT, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+            time.sleep(0.05)
+        assert worktrees() != before            # the worktree is there
+        os.killpg(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 143, err
+    assert worktrees() == before
 
 
 HEADER = ("size,proto,program,hook,sliced,ns_median,ns_p25,ns_p75,ns_min,ns_max,"
@@ -171,17 +203,20 @@ def test_ab_report_faster_and_errors(tmp_path):
 
 
 SUITE_OUT = """\
+size  proto program            ns/pkt      [p25 .. p75] dur-xchk     live  baseline      ratio [p25..p75]   target met
 target 1514 B udp: slicer 305.2 ns = 1.15x xdp-copy-cold (target <= 1.3x): met
 target 1514 B udp: splicer 371.4 ns = 2.32x tc-store (target <= 1.3x): NOT met
   target slicing >= 0.9x (b): 0.805 NOT met; not slicing indistinguishable from (b): 0.953 (sign test p 0.03) NOT met
   rxdrop 1514 B into one queue (target 2 Mpps): paced NDR 0.50 Mpps (privring) NOT met; unpaced, loss < 0.1%: 0.70 Mpps (privring) met
+  rxbisect, worker 0 stalled, others keep 1.013 (1q): met
 a line that says nothing about targets
 """
 
 
 def test_suite_target_table(tmp_path):
     """Every target clause of the experiments' output, one row each, met
-    or NOT met; a missing log is a row saying so."""
+    or NOT met (the datapath table's header, which ends in 'target met', is
+    none); a missing log is a row saying so."""
     log = tmp_path / "x.log"
     log.write_text(SUITE_OUT)
     assert suite_targets.statements(SUITE_OUT) == [
@@ -190,13 +225,14 @@ def test_suite_target_table(tmp_path):
         ("slicing >= 0.9x (b)", "0.805", False),
         ("not slicing indistinguishable from (b)", "0.953 (sign test p 0.03)", False),
         ("2 Mpps", "rxdrop 1514 B into one queue: paced NDR 0.50 Mpps (privring)", False),
-        ("unpaced, loss < 0.1%", "0.70 Mpps (privring)", True)]
+        ("unpaced, loss < 0.1%", "0.70 Mpps (privring)", True),
+        ("-", "rxbisect, worker 0 stalled, others keep 1.013 (1q)", True)]
     lines = suite_targets.table([("dp", str(log)), ("nf", str(tmp_path / "none"))])
-    assert lines[0] == ("targets (7; 4 NOT met; reported, not asserted: they do "
+    assert lines[0] == ("targets (8; 4 NOT met; reported, not asserted: they do "
                         "not change the exit status)")
     assert lines[1].split() == ["experiment", "target", "measured", "met"]
     assert [ln.rsplit("  ", 1)[-1].strip() for ln in lines[2:]] == [
-        "met", "NOT met", "NOT met", "NOT met", "NOT met", "met", "-"]
+        "met", "NOT met", "NOT met", "NOT met", "NOT met", "met", "met", "-"]
     assert lines[-1].split()[:5] == ["nf", "-", "no", "log:", "No"]
 
 
