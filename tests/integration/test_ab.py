@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """bench/ab.sh, its report bench/ab_report.py, and the end of
 bench/suite.sh (issue 19 item 5): usage errors exit 2 with a message that
-names the problem and the fix, a commit that does not build exits 1 and
-leaves no worktree, the A/B report's numbers and verdicts on canned driver
-CSVs, the suite's target table on canned experiment output. No rig, no
-BPF, nothing built: a few seconds.
+names the problem and the fix, a commit that does not build (or whose
+build is interrupted) exits 1 (143) and leaves no worktree, the A/B
+report's numbers and verdicts on canned driver CSVs, the suite's target
+table on canned experiment output, and the suite's exit status (0 with
+targets NOT met, 1 when an experiment fails to run) with stand-in
+experiments. No rig, no BPF, nothing built: about a second.
 """
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -248,3 +251,62 @@ def test_suite_usage():
     assert ("Exit status: 0 every experiment ran (whether or not its targets were met:\n"
             "read the table), 1 an experiment failed to run") in r.stdout
     assert "Targets NOT met never change the status." in r.stdout
+
+
+EXPERIMENTS = ("throughput", "linkrate", "latency", "sizing", "iperf", "xsk", "nf",
+               "migrate")
+
+
+def fake_suite(tmp_path, failing=None):
+    """bench/suite.sh and suite_targets.py copied into TMP_PATH/bench with
+    stand-in experiments: each prints its arguments and one target NOT met,
+    exit 0 (FAILING: exit 3 before its target)."""
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    for f in ("suite.sh", "suite_targets.py"):
+        (bench / f).write_text((ROOT / "bench" / f).read_text())
+    (bench / "suite.sh").chmod(0o755)
+    (bench / "run.sh").write_text(
+        "#!/bin/sh\necho \"run.sh $*\"\n"
+        "echo 'target 1514 B udp: slicer 600.0 ns = 1.70x xdp-copy-cold "
+        "(target <= 1.3x): NOT met'\n")
+    (bench / "run.sh").chmod(0o755)
+    for name in EXPERIMENTS:
+        code = "sys.exit(3)\n" if name == failing else ""
+        (bench / f"exp_{name}.py").write_text(
+            "import sys\nprint('" + name + "', *sys.argv[1:])\n" + code +
+            "print('  " + name + "_ratio: 0.50 (target >= 1): NOT met')\n")
+    return bench / "suite.sh"
+
+
+def test_suite_exit_status_is_whether_it_ran(tmp_path):
+    """Targets NOT met: exit 0 and every one in the table. QUICK=1 passes
+    the narrowed arguments."""
+    r = run(fake_suite(tmp_path), env=dict(os.environ, QUICK="1"))
+    assert r.returncode == 0, r
+    out = r.stdout
+    assert "run.sh --rounds 5 --sizes 1514 --no-live" in out
+    assert "\nlatency --quick --loads 0,0.9\n" in out
+    assert "\niperf --quick --no-profile\n" in out
+    assert "\nnf --quick --nfs fw --parts ndr mix\n" in out
+    assert "\nmigrate --quick --held 1000 --ops upgrade,ckpt,copy\n" in out
+    assert ("targets (9; 9 NOT met; reported, not asserted: they do not "
+            "change the exit status)") in out
+    assert out.count("NOT met\n") == 2 * 9      # each printed, each in the table
+    assert "(quick); exit 0: every experiment ran (targets do not change it)" in out
+    assert (tmp_path / "bench" / "results" / "suite-nf.log").read_text() == (
+        "nf --quick --nfs fw --parts ndr mix\n"
+        "  nf_ratio: 0.50 (target >= 1): NOT met\n")
+
+
+def test_suite_exit_status_when_one_failed(tmp_path):
+    """An experiment that fails to run: the others still run, the table
+    marks it FAILED, exit 1."""
+    r = run(fake_suite(tmp_path, failing="xsk"))
+    assert r.returncode == 1, r
+    out = r.stdout
+    assert "== bench: xsk FAILED (exit 3), see bench/results/suite-xsk.log" in out
+    assert re.search(r"^xsk +\d+  FAILED \(exit 3\)$", out, re.M)
+    assert re.search(r"^migrate +\d+  yes$", out, re.M)
+    assert "targets (8; 8 NOT met;" in out
+    assert out.endswith("exit 1: an experiment failed to run\n")
