@@ -52,7 +52,8 @@ Example: $me 235d029 44c8caf -- -s 1514 -p udp -P slicer,xdp-copy-cold -r 21
 
 Needs root for the run phase (BPF_PROG_TEST_RUN). Exit status: 0 the
 comparison ran and was printed (whether or not rows moved), 1 a build or a
-run failed (its log is named), 2 usage (bad option, unknown revision).
+run failed (its log is named), 2 usage (bad option, unknown revision,
+DRIVER-ARGS the driver refuses: found at the first run, after building).
 EOF
 }
 
@@ -171,8 +172,8 @@ build() {
 		exit 1
 	fi
 	mkdir -p "${bin%/*}"
-	cp "$wt/build/nfslice-bench-datapath" "$bin.tmp"
-	mv "$bin.tmp" "$bin"
+	cp "$wt/build/nfslice-bench-datapath" "$bin.tmp.$$"
+	mv "$bin.tmp.$$" "$bin"
 	git -C "$root" worktree remove --force "$wt"
 }
 build "$old"
@@ -180,19 +181,24 @@ build "$new"
 
 # run SIDE I: one driver run; its CSV and output under $work.
 run() {
-	local side=$1 i=$2 sha bin t0
+	local side=$1 i=$2 sha bin t0 rc
 	[ "$side" = old ] && sha=$old || sha=$new
 	bin=$abdir/bin/$sha/nfslice-bench-datapath
 	t0=$SECONDS
-	if ! "$bin" --quiet --csv "$work/$side-$i.csv" "${args[@]}" \
-		>"$work/$side-$i.out" 2>&1; then
+	"$bin" --quiet --csv "$work/$side-$i.csv" "${args[@]}" >"$work/$side-$i.out" 2>&1 || {
+		rc=$?
 		cat "$work/$side-$i.out" >&2
 		[ -n "$outdir" ] && mkdir -p "$outdir" && cp "$work/$side-$i.out" "$outdir/"
-		echo "$me: the $(echo "$side" | tr a-z A-Z) driver ($(short "$sha")) failed in pair $i:" \
-			"see its message above (a program or option the commit lacks? check" \
-			"$bin --help)" >&2
+		if [ $rc = 2 ]; then
+			# the driver's own usage error: the arguments, not the run
+			echo "$me: the $(echo "$side" | tr a-z A-Z) driver ($(short "$sha")) refused" \
+				"DRIVER-ARGS '${args[*]}' (message above): fix them, see $bin --help" >&2
+			exit 2
+		fi
+		echo "$me: the $(echo "$side" | tr a-z A-Z) driver ($(short "$sha")) failed in pair $i" \
+			"(exit $rc): see its message above" >&2
 		exit 1
-	fi
+	}
 	echo "$me: pair $i/$pairs: $(echo "$side" | tr a-z A-Z) $(short "$sha") $((SECONDS - t0)) s" >&2
 }
 
