@@ -33,6 +33,21 @@ def run(*args, **kw):
                           cwd=ROOT, timeout=60, **kw)
 
 
+def empty_commit():
+    """A commit of the empty tree (no Makefile: make bench-build fails at
+    once), made here so that no clone's history decides it; fixed names
+    and dates give the same sha every time."""
+    tree = run("git", "hash-object", "-t", "tree", "/dev/null").stdout.strip()
+    who = {"GIT_AUTHOR_NAME": "nfslice test", "GIT_AUTHOR_EMAIL": "test@invalid",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_NAME": "nfslice test", "GIT_COMMITTER_EMAIL": "test@invalid",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    r = run("git", "commit-tree", tree, "-m", "test_ab: nothing to build",
+            env=dict(os.environ, **who))
+    assert r.returncode == 0, r
+    return r.stdout.strip()
+
+
 def worktrees():
     return run("git", "worktree", "list", "--porcelain").stdout
 
@@ -75,9 +90,9 @@ def test_ab_help():
 
 
 def test_ab_commit_that_does_not_build():
-    """The repository's first commit has no bench-build target: exit 1,
-    the commit and the fix named, its log kept, the worktree removed."""
-    first = run("git", "rev-list", "--max-parents=0", HEAD).stdout.split()[0]
+    """A commit without a Makefile: exit 1, the commit and the fix named,
+    its log kept, the worktree removed."""
+    first = empty_commit()
     short = run("git", "rev-parse", "--short", first).stdout.strip()
     before = worktrees()
     r = run(AB, first, HEAD, "--", "-r", "1")
@@ -86,6 +101,7 @@ def test_ab_commit_that_does_not_build():
     assert (f"bench/ab.sh: commit {short} ({first}) does not build "
             f"(make bench-build; log {log}): pick a commit that builds" in r.stderr)
     assert "No rule to make target 'bench-build'" in log.read_text()
+    log.unlink()
     assert worktrees() == before
     assert not (ROOT / "build" / "ab" / "bin" / first).exists()
 
@@ -94,7 +110,7 @@ def test_ab_interrupted_build_leaves_no_worktree(tmp_path):
     """SIGTERM while a commit builds: exit 143, the worktree removed. The
     build is a stand-in make (first on PATH) that says it started and
     waits, so nothing is compiled."""
-    first = run("git", "rev-list", "--max-parents=0", HEAD).stdout.split()[0]
+    first = empty_commit()
     started = tmp_path / "started"
     fake = tmp_path / "make"
     fake.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 60\n")
@@ -117,6 +133,8 @@ def test_ab_interrupted_build_leaves_no_worktree(tmp_path):
             os.killpg(p.pid, signal.SIGKILL)
     assert p.returncode == 143, err
     assert worktrees() == before
+    short = run("git", "rev-parse", "--short", first).stdout.strip()
+    (ROOT / "build" / "ab" / f"build-{short}.log").unlink()
 
 
 HEADER = ("size,proto,program,hook,sliced,ns_median,ns_p25,ns_p75,ns_min,ns_max,"
