@@ -30,7 +30,8 @@ docs/benchmarks.md): OLD and NEW ns/packet (net of the empty program,
 median over the runs), NEW/OLD as the median of the per-pair ratios with
 their min..max, 'slower'/'faster' when every pair's ratio is on the same
 side of 1.00 (moved beyond the pair-to-pair noise; an unchanged row does
-so by chance with p = 2/2^PAIRS) and, for rows with a baseline, the
+so by chance with p = 2/2^PAIRS; below 6 pairs, p > 0.05, it is marked
+'slower?'/'faster?') and, for rows with a baseline, the
 within-run ratio to it (e.g. slicer x xdp-copy-cold), OLD -> NEW.
 
 Options:

@@ -16,6 +16,8 @@ their min..max across pairs, and a verdict:
                    beyond the pair-to-pair noise (sign test: an unchanged
                    row does this by chance with probability 2 / 2^pairs,
                    3% for 6 pairs, so among many rows expect a stray one)
+  slower? faster?  the same with fewer than 6 pairs (p > 0.05): too few
+                   pairs to call it; rerun with more
   -                the pairs disagree: within the noise
   only OLD / NEW   the row exists in one build only
 
@@ -29,6 +31,7 @@ import statistics
 import sys
 
 KEY = ("size", "proto", "program")
+P_MOVED = 0.05      # the sign test's level: 6 pairs or more can reach it
 NEEDED = KEY + ("ns_median", "baseline", "ratio")
 
 
@@ -86,10 +89,12 @@ def compare(pairs):
         else:
             rs = [n / o for o, n in both]
             row.update(ratio=statistics.median(rs), rmin=min(rs), rmax=max(rs))
+            # sign test: all n pairs on one side by chance has p = 2 / 2^n
+            sure = "" if 2 / 2 ** len(rs) <= P_MOVED else "?"
             if len(rs) >= 2 and row["rmin"] > 1:
-                row["verdict"] = "slower"
+                row["verdict"] = "slower" + sure
             elif len(rs) >= 2 and row["rmax"] < 1:
-                row["verdict"] = "faster"
+                row["verdict"] = "faster" + sure
             else:
                 row["verdict"] = "-"
         rows.append(row)
@@ -121,14 +126,16 @@ def report(pairs, labels=("OLD", "NEW")):
         if r["baseline"] and (r["old_x"] is not None or r["new_x"] is not None):
             base = (f"{fmt(r['old_x'], '.2f')} -> {fmt(r['new_x'], '.2f')} "
                     f"{r['baseline']}")
-        moved += r["verdict"] in ("slower", "faster")
+        moved += r["verdict"].rstrip("?") in ("slower", "faster")
         lines.append(f"{size:<5} {proto:<5} {prog:<18} "
                      f"{fmt(r['old'], '8.1f')} {fmt(r['new'], '8.1f')}  "
                      f"{rat:<20} {r['verdict']:<8} {base}".rstrip())
     chance = 2 / 2 ** n if n >= 2 else 1.0
     lines.append(f"moved (every pair on one side of 1.00): {moved} of "
                  f"{len(rows)} rows; an unchanged row does so by chance "
-                 f"with p = {chance:.3f} ({n} pairs)")
+                 f"with p = {chance:.3f} ({n} pairs"
+                 + (")" if chance <= P_MOVED else "; '?': too few to call it, "
+                    "6 pairs reach p <= 0.05)"))
     return "\n".join(lines)
 
 

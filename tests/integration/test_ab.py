@@ -190,26 +190,30 @@ def test_ab_report_numbers(tmp_path):
     # copy: ratios 1.1, 0.9, 1.0: within the noise
     assert body[0] == ["1514", "udp", "xdp-copy-cold", "300.0", "290.0",
                        "1.000", "[0.900..1.100]", "-"]
-    # slicer: ratios 1.1, 1.05, 1.2: slower in every pair
+    # slicer: ratios 1.1, 1.05, 1.2: slower in every pair, but 3 pairs
+    # cannot reach p <= 0.05
     assert body[1] == ["1514", "udp", "slicer", "600.0", "660.0", "1.100",
-                       "[1.050..1.200]", "slower", "2.00", "->", "2.30",
+                       "[1.050..1.200]", "slower?", "2.00", "->", "2.30",
                        "xdp-copy-cold"]
     assert body[2] == ["1514", "udp", "slicer-nofib", "-", "410.0", "-", "only",
                        "NEW", "-", "->", "1.40", "xdp-copy-cold"]
     assert lines[5] == ("moved (every pair on one side of 1.00): 1 of 3 rows; an "
-                        "unchanged row does so by chance with p = 0.250 (3 pairs)")
+                        "unchanged row does so by chance with p = 0.250 (3 pairs; "
+                        "'?': too few to call it, 6 pairs reach p <= 0.05)")
 
 
 def test_ab_report_faster_and_errors(tmp_path):
-    """Every pair below 1: faster. Odd file count: exit 2; a file that is
-    not the driver's CSV: exit 1 naming it."""
-    pairs = [({(1514, "udp", "splicer"): (400.0, "tc-store", 1.4)},
-              {(1514, "udp", "splicer"): (300.0, "tc-store", 1.1)}),
-             ({(1514, "udp", "splicer"): (410.0, "tc-store", 1.4)},
-              {(1514, "udp", "splicer"): (400.0, "tc-store", 1.3)})]
+    """Every one of 6 pairs below 1: faster (p = 0.031); one pair at
+    1.00: within the noise. Odd file count: exit 2; a file that is not
+    the driver's CSV: exit 1 naming it."""
+    k = (1514, "udp", "splicer")
+    pairs = [({k: (400.0 + i, "tc-store", 1.4)}, {k: (390.0, "tc-store", 1.1)})
+             for i in range(6)]
     (row,) = ab_report.compare(pairs)
     assert row["verdict"] == "faster"
-    assert row["rmax"] == pytest.approx(400 / 410)
+    assert row["rmax"] == pytest.approx(390 / 400)
+    pairs[0] = ({k: (390.0, "tc-store", 1.4)}, {k: (390.0, "tc-store", 1.1)})
+    assert ab_report.compare(pairs)[0]["verdict"] == "-"
     files = canned(tmp_path)
     r = run(sys.executable, ROOT / "bench" / "ab_report.py", *files[:3])
     assert r.returncode == 2
