@@ -6,7 +6,12 @@
 #   make test     install deps, build (with the unit tests and the benchmark
 #                 driver), run unit (Criterion) + netns (pytest) tests
 #   make demo     install deps, build, run the netns rig demo on real traffic
-#   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min)
+#   make bench    benchmark suite into bench/results/ (QUICK=1: under 5 min);
+#                 ends with a table of targets, met or not; exit status 0 if
+#                 every experiment ran, whether or not targets were met
+#   make ab OLD=REV NEW=REV [PAIRS=N] [ARGS='-s 1514 -P slicer']
+#                 datapath cost of two commits, interleaved runs, NEW/OLD
+#                 per row (bench/ab.sh --help; takes the rig lock itself)
 #   make fuzz     build the libFuzzer targets (tests/fuzz/) and run each for
 #                 FUZZ_TIME seconds (default 60): executions and coverage
 #   make install  tools (the bcc tools of userspace/bcc/ too), man pages, bash
@@ -18,7 +23,7 @@ include scripts/Makefile.common
 
 TOOLS := nfslice nfslice-pktgen nfslice-delay nfslice-nf nfsliced
 .PHONY: all bpf lib $(TOOLS) bench-bpf test-progs bench-build unit deps test \
-	demo bench doc install uninstall clean fuzz-build fuzz
+	demo bench ab doc install uninstall clean fuzz-build fuzz
 
 # Python + bcc, run from the source tree as userspace/bcc/NAME; installed with
 # their shared module in BCCDIR and linked from SBINDIR.
@@ -104,6 +109,10 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) all bench-build
 	$(Q)QUICK=$(QUICK) bench/suite.sh
+
+# No deps or build of this tree: ab.sh builds the two commits itself.
+ab:
+	$(Q)bench/ab.sh $(if $(PAIRS),--pairs $(PAIRS)) $(OLD) $(NEW) -- $(ARGS)
 
 # Man pages and bash completion, generated from the tools' declared option
 # tables (their hidden --man and --bash-completion options).
