@@ -9,6 +9,7 @@ targets NOT met, 1 when an experiment fails to run) with stand-in
 experiments. No rig, no BPF, nothing built: about a second.
 """
 import csv
+import importlib.util
 import os
 import re
 import signal
@@ -20,9 +21,17 @@ import pytest
 
 from nfsl.rig import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import ab_report  # noqa: E402
-import suite_targets  # noqa: E402
+
+def bench_module(name):
+    """bench/NAME.py as a module (stdlib only; bench is no package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ab_report = bench_module("ab_report")
+suite_targets = bench_module("suite_targets")
 
 AB = ROOT / "bench" / "ab.sh"
 HEAD = "HEAD"
