@@ -22,13 +22,11 @@ end of the session.
 """
 import atexit
 import json
-import os
 import re
 import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -41,11 +39,9 @@ from nfsl.counters import COUNTERS, MGR_COUNTERS  # noqa: F401
 from nfsl.netns import (NETNS_DIR, PACE_S, capture_opts,  # noqa: F401
                         in_netns, netns_cookie_of, packet_send)
 # NFSLICE=path runs the suite against another binary (as scripts/demo.sh).
-from nfsl.topo import NFSLICE, ROOT  # noqa: F401 (the tests import them)
+from nfsl.topo import NFSLICE, PY, ROOT  # noqa: F401 (the tests import them)
 
 RIG_SH = nfsltopo.topo_script("rig")
-# Debian's pytest and scapy live with this interpreter (docs/platform.md).
-PY = "/usr/bin/python3"
 BPFFS = Path("/sys/fs/bpf")
 # Where the topology scripts keep what `up` saved (topo_common.sh).
 TOPO_STATE_DIR = Path("/run/nfslice-topo")

@@ -28,6 +28,7 @@ Nothing here touches what it did not create: topologies live under the
 caller's PREFIX, and the processes a Topo starts get a process group of
 their own, which is all stop_process() ever signals.
 """
+import hashlib
 import json
 import os
 import shlex
@@ -41,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 # NFSLICE=path runs everything against another binary (as scripts/demo.sh).
 NFSLICE = Path(os.environ.get("NFSLICE") or ROOT / "build" / "nfslice")
+# Debian's pytest and scapy live with this interpreter (docs/platform.md).
+PY = "/usr/bin/python3"
 
 SCRIPT_TIMEOUT = 60     # s: `up` / `down` of a topology script
 NFSLICE_TIMEOUT = 60    # s: one nfslice command (attach loads programs)
@@ -330,6 +333,17 @@ class Topo:
              self.listen_timeout if timeout is None else timeout,
              f"a {proto} listener on port {port} in {self.ns(role)}",
              error=self.Error)
+
+    def serve_random_file(self, role, www, nbytes, bind, port):
+        """NBYTES random bytes as WWW/blob, served by python3 -m
+        http.server on BIND:PORT in ROLE's namespace, listening on
+        return. Returns (the server's Popen, the file's sha256 hex)."""
+        data = os.urandom(nbytes)
+        (www / "blob").write_bytes(data)
+        proc = self.spawn(role, PY, "-m", "http.server", str(port),
+                          "--bind", bind, "--directory", str(www))
+        self.wait_listen(role, port)
+        return proc, hashlib.sha256(data).hexdigest()
 
     # ------------------------------------------------------- nfslice --
     def nfslice(self, *args, check=True, timeout=NFSLICE_TIMEOUT):

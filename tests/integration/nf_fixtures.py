@@ -68,25 +68,11 @@ def rig():
     r.destroy()
 
 
-def clean(r, devs):
-    """Stop R's processes, detach its slicing host's domains, take XDP
-    programs off DEVS (role, dev)."""
-    for p in list(r.procs):
-        r.stop(p)
-    d = r.pin_dir("x").parent
-    if d.is_dir():
-        for dom in sorted(d.iterdir()):
-            r.nfslice("detach", "--name", dom.name)
-    for role, dev in devs:
-        if r.xdp_prog(role, dev):
-            r.ip(role, "link", "set", "dev", dev, "xdp", "off")
-
-
 @pytest.fixture
 def xr(rig):
     """The inline rig, clean after the test."""
     yield rig
-    clean(rig, (("dut", "d0"), ("dut", "d1")))
+    rig.reset()
 
 
 @pytest.fixture
@@ -125,7 +111,7 @@ def pr(park):
             os.kill(p.pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
-    clean(park, (("nfa", "nf0"), ("nfb", "nf0")))
+    park.reset((("nfa", "nf0"), ("nfb", "nf0")))
 
 
 # ========================================================= rules, flows ==

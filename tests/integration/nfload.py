@@ -264,9 +264,9 @@ class Traffic:
         line = nftap.Lab.readline(p, 10)
         assert line.strip() == "ready", (line, p.args)
 
-    def start(self, udp=True):
-        """Server, receiver and sender ready; the download and (with UDP)
-        the stream started. Returns self."""
+    def start(self):
+        """Server, receiver and sender ready; the download and the stream
+        started. Returns self."""
         blob = self.tmp / "blob"
         blob.write_bytes(self.data)
         self.procs["http"] = self._spawn(
@@ -278,8 +278,6 @@ class Traffic:
                                     "--expect", "1"]),
                            ("cli", ["--flow", f"1,{self.cli_ip},"
                                     f"{self.srv_ip},{PORT}"])):
-            if not udp:
-                break
             p = self._spawn(role, PY, nftap.HERE, "udp", "--size", SIZE,
                             "--count", COUNT, "--rate", RATE, *args)
             self.procs["udp_" + role] = p
@@ -287,8 +285,7 @@ class Traffic:
         self.procs["curl"] = self._spawn(
             "cli", "curl", "-sS", "--fail", "--max-time", self.max_time,
             "-o", self.out, f"http://{self.srv_ip}:{HTTP_PORT}/blob")
-        if udp:
-            os.killpg(self.procs["udp_cli"].pid, signal.SIGUSR1)
+        os.killpg(self.procs["udp_cli"].pid, signal.SIGUSR1)
         return self
 
     def downloading(self):

@@ -450,6 +450,20 @@ class XRig:
     def pin_dir(self, name):
         return BPFFS / "nfslice" / f"ns{self.cookie}" / name
 
+    def reset(self, devs=(("dut", "d0"), ("dut", "d1"))):
+        """Back to the rig as built, for the next test: our processes
+        stopped, the slicing host's domains detached, no XDP program on
+        DEVS ((role, dev) pairs)."""
+        for p in list(self.procs):
+            self.stop(p)
+        d = self.pin_dir("x").parent
+        if d.is_dir():
+            for dom in sorted(d.iterdir()):
+                self.nfslice("detach", "--name", dom.name)
+        for role, dev in devs:
+            if self.xdp_prog(role, dev):
+                self.ip(role, "link", "set", "dev", dev, "xdp", "off")
+
     def chain(self, name):
         """Entries of domain NAME's chain map (the program the slicer
         tail-calls: the NF's steering), as bpftool dumps them."""

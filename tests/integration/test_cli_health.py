@@ -4,12 +4,11 @@ health exit code and repair, an orphaned nfslice. One rig for the module
 (cli_fixtures.py)."""
 import hashlib
 import json
-import os
 import shutil
 
 import pytest
 
-from nfsl.rig import NFSLICE, PY, describe, must, name, poll
+from nfsl.rig import NFSLICE, PY, describe, must, poll
 from cli_fixtures import PIN_NAMES, assert_error, clean, domain, list_json, rig
 
 
@@ -22,13 +21,9 @@ FILE_BYTES = 8 * 1024 * 1024
 def http_file(rig, tmp_path_factory):
     """An HTTP server in the server namespace with an 8 MB random file;
     yields its sha256."""
-    www = tmp_path_factory.mktemp("www")
-    data = os.urandom(FILE_BYTES)
-    (www / "blob").write_bytes(data)
-    proc = rig.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind",
-                     "0.0.0.0", "--directory", www)
-    rig.wait_listen("srv", HTTP_PORT)
-    yield hashlib.sha256(data).hexdigest()
+    proc, sha256 = rig.serve_random_file("srv", tmp_path_factory.mktemp("www"),
+                                         FILE_BYTES, "0.0.0.0", HTTP_PORT)
+    yield sha256
     rig.stop(proc)
 
 

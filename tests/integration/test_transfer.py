@@ -10,11 +10,10 @@ the payload stayed out of it.
 """
 import hashlib
 import json
-import os
 
 import pytest
 
-from nfsl.rig import PY, check_accounting, describe, must, name, settle
+from nfsl.rig import check_accounting, describe, must, name, settle
 
 PREFIX = name("xfer")
 DOMAIN = "xfer"
@@ -38,13 +37,9 @@ def http_file(rig, tmp_path_factory):
 
     Listens on [::] (dual stack: IPv4 and IPv6). Yields the file's sha256.
     """
-    www = tmp_path_factory.mktemp("www")
-    data = os.urandom(FILE_BYTES)
-    (www / "blob").write_bytes(data)
-    proc = rig.spawn("srv", PY, "-m", "http.server", HTTP_PORT, "--bind",
-                     "::", "--directory", www)
-    rig.wait_listen("srv", HTTP_PORT)
-    yield hashlib.sha256(data).hexdigest()
+    proc, sha256 = rig.serve_random_file("srv", tmp_path_factory.mktemp("www"),
+                                         FILE_BYTES, "::", HTTP_PORT)
+    yield sha256
     rig.stop(proc)
 
 

@@ -33,18 +33,10 @@ def rig():
 
 @pytest.fixture
 def xr(rig):
-    """The module's rig, clean before and after the test: no process of
-    ours running, no domain attached, no XDP program on d0/d1."""
+    """The module's rig, clean after the test: no process of ours
+    running, no domain attached, no XDP program on d0/d1."""
     yield rig
-    for p in list(rig.procs):
-        rig.stop(p)
-    d = rig.pin_dir("x").parent
-    if d.is_dir():
-        for dom in sorted(d.iterdir()):
-            rig.nfslice("detach", "--name", dom.name)
-    for dev in ("d0", "d1"):
-        if rig.xdp_prog("dut", dev):
-            rig.ip("dut", "link", "set", "dev", dev, "xdp", "off")
+    rig.reset()
 
 
 def delta(after, before):

@@ -80,22 +80,27 @@ static __u32 xdp_flags(int mode)
 	return mode ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
 }
 
-/* An fd of the program attached alone on @ifindex in @mode if it is our
- * slicer, else -1 (a dispatcher, nothing, an error). */
-static int slicer_alone_fd(int ifindex, int mode)
+/* An fd of the program attached alone on @ifindex in @mode, our slicer
+ * (*@id: its id); -ENOENT when something else is there (a dispatcher,
+ * another program, nothing), or -errno. */
+static int slicer_alone_fd(int ifindex, int mode, __u32 *id)
 {
 	struct bpf_prog_info info = {};
-	__u32 id = 0, len = sizeof(info);
-	int fd;
+	__u32 len = sizeof(info);
+	int fd, err;
 
-	if (bpf_xdp_query_id(ifindex, xdp_flags(mode), &id) || !id)
-		return -1;
-	fd = bpf_prog_get_fd_by_id(id);
+	*id = 0;
+	err = bpf_xdp_query_id(ifindex, xdp_flags(mode), id);
+	if (err)
+		return err;
+	if (!*id)
+		return -ENOENT;
+	fd = bpf_prog_get_fd_by_id(*id);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) || strcmp(info.name, NFSL_SLICER_PROG)) {
 		close(fd);
-		return -1;
+		return -ENOENT;
 	}
 	return fd;
 }
@@ -129,8 +134,13 @@ int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode, int 
 	err = xdp_program__attach(prog, ifindex,
 				  mode ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
 	nfsl_quiet_libs = false;
-	if (!err && alone_fd)
-		*alone_fd = slicer_alone_fd(ifindex, mode);
+	if (!err && alone_fd) {
+		__u32 id;
+
+		*alone_fd = slicer_alone_fd(ifindex, mode, &id);
+		if (*alone_fd < 0)
+			*alone_fd = -1; /* in a dispatcher: each interface loads its own */
+	}
 out:
 	xdp_program__close(prog);
 	slicer_bpf__destroy(sl);
@@ -199,39 +209,23 @@ static int slicer_load(const struct nfsl_domain *d)
 int nfsl_slicer_replace(const struct nfsl_iface *ifc, const struct nfsl_domain *d,
 			__u32 *old_id, __u32 *new_id, int *new_fd)
 {
-	__u32 mode = ifc->flags & NFSL_IF_SKB_MODE ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+	int mode = ifc->flags & NFSL_IF_SKB_MODE ? 1 : 0;
 	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
-	int old_fd = -1, err;
+	int err;
 
-	err = bpf_xdp_query_id(ifc->ifindex, mode, old_id);
-	if (err)
-		return err;
-	if (!*old_id)
-		return -ENOENT;
-	old_fd = bpf_prog_get_fd_by_id(*old_id);
-	if (old_fd < 0)
-		return -errno;
 	/* Ours, not a dispatcher or somebody else's program. */
-	if (bpf_obj_get_info_by_fd(old_fd, &info, &len) ||
-	    strcmp(info.name, NFSL_SLICER_PROG)) {
-		close(old_fd);
-		return -ENOENT;
-	}
+	o.old_prog_fd = slicer_alone_fd(ifc->ifindex, mode, old_id);
+	if (o.old_prog_fd < 0)
+		return o.old_prog_fd;
 	if (*new_fd < 0)
 		*new_fd = slicer_load(d);
 	err = *new_fd < 0 ? *new_fd : 0;
-	if (!err) {
-		o.old_prog_fd = old_fd;
-		err = bpf_xdp_attach(ifc->ifindex, *new_fd, XDP_FLAGS_REPLACE | mode, &o);
-	}
-	if (!err) {
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (!bpf_obj_get_info_by_fd(*new_fd, &info, &len))
-			*new_id = info.id;
-	}
-	close(old_fd);
+	if (!err)
+		err = bpf_xdp_attach(ifc->ifindex, *new_fd, XDP_FLAGS_REPLACE | xdp_flags(mode), &o);
+	if (!err && !bpf_obj_get_info_by_fd(*new_fd, &info, &len))
+		*new_id = info.id;
+	close(o.old_prog_fd);
 	return err;
 }
