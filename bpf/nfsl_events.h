@@ -27,20 +27,25 @@ struct {
 	((__u32)(p)->v6 | (__u32)(p)->proto << 8 | (__u32)(p)->dscp << 16 |  \
 	 (__u32)(reason) << 24)
 
+/* Where nfsl_event_fill reads the packet: an xdp_md, an __sk_buff, a
+ * dynptr (netfilter programs: bpf/guard.bpf.c). */
+enum { NFSL_EV_SKB, NFSL_EV_XDP, NFSL_EV_DYNPTR };
+
 static __always_inline bool nfsl_events_on(const struct nfsl_config *cfg)
 {
 	return cfg->flags & NFSL_CFG_EVENTS;
 }
 
 /*
- * Reserve and fill an event of packet @ctx (an xdp_md if @xdp, else an
- * __sk_buff: a constant at each call) seen on @ifindex, @len bytes long:
+ * Reserve and fill an event of packet @ctx (an xdp_md, an __sk_buff or a
+ * struct bpf_dynptr, as @src says: NFSL_EV_XDP, _SKB, _DYNPTR, a constant
+ * at each call) seen on @ifindex, @len bytes long:
  * addresses and ports at the offsets in @offs, reason and header facts in
  * @info, the token's slot and generation from the 16 bytes at @tok_off
  * (0: none). A field the packet does not hold stays 0. Returns the record
  * to submit, or NULL when the ring is full (counted events_lost).
  */
-static __always_inline struct nfsl_event *nfsl_event_fill(void *ctx, bool xdp, __u32 ifindex,
+static __always_inline struct nfsl_event *nfsl_event_fill(void *ctx, int src, __u32 ifindex,
 							  __u32 len, __u32 offs, __u32 tok_off,
 							  __u32 info)
 {
@@ -66,7 +71,9 @@ static __always_inline struct nfsl_event *nfsl_event_fill(void *ctx, bool xdp, _
 	e->dscp = info >> 16;
 	e->reason = info >> 24;
 #define NFSL_EV_LOAD(off, to, n)                                               \
-	(xdp ? bpf_xdp_load_bytes(ctx, off, to, n) : bpf_skb_load_bytes(ctx, off, to, n))
+	(src == NFSL_EV_XDP ? bpf_xdp_load_bytes(ctx, off, to, n) :             \
+	 src == NFSL_EV_SKB ? bpf_skb_load_bytes(ctx, off, to, n) :             \
+			      bpf_dynptr_read(to, n, ctx, off, 0))
 	/* One helper call per contiguous run: each call pays the SRSO
 	 * return thunk here (docs/platform.md). saddr and daddr are adjacent
 	 * in both headers and in the record. */

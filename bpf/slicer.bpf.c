@@ -543,7 +543,7 @@ __noinline int nfsl_event_xdp(struct xdp_md *ctx, __u32 offs, __u32 tok_off, __u
 
 	if (!ctx)
 		return 0;
-	e = nfsl_event_fill(ctx, true, ctx->ingress_ifindex, bpf_xdp_get_buff_len(ctx), offs,
+	e = nfsl_event_fill(ctx, NFSL_EV_XDP, ctx->ingress_ifindex, bpf_xdp_get_buff_len(ctx), offs,
 			    tok_off, info);
 	if (e)
 		bpf_ringbuf_submit(e, 0);

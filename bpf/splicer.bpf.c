@@ -22,19 +22,7 @@
  * shared with the AF_XDP engine's TX path (userspace/lib/xsk/splice.c); this file adds
  * the skb access, the MTU check and the counters.
  */
-#include <linux/bpf.h>
-#include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
-
-#include "nfsl_maps.h"
-#include "nfsl_splice.h"
-#include "nfsl_events.h"
-
-/* What the splicer passes on (spliced or not its business) goes on to the
- * hook's next program: TCX_NEXT under TCX; under cls_bpf direct action
- * "next filter", then pass. TC_ACT_OK would end the hook here, skipping
- * later TCX programs and every clsact filter. */
-#define NFSL_TC_NEXT TC_ACT_UNSPEC
+#include "nfsl_ours.h"
 
 /* Residency of spliced payloads, us: log2 buckets and their sum
  * (NFSL_RES_BUCKETS, nfsl_consts.h), per CPU; pinned as "residency".
@@ -72,66 +60,6 @@ static __always_inline void nfsl_residency_add(__u64 parked_ns)
 		h->bucket[b & (NFSL_RES_BUCKETS - 1)]++;
 		h->sum_us += us;
 	}
-}
-
-/*
- * Keys the domain retired, still recognised for a grace period (struct
- * nfsl_retired, issue 17 §1.2): pinned as <bpffs>/nfslice/@retired/
- * ns<cookie>-<domain>/keys (userspace/lib/nfsl/retired.h), so that it outlives a detach
- * and a domain attached again under the same name finds it. Mmapable for
- * the AF_XDP engine's splice.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct nfsl_retired);
-} nfsl_retired SEC(".maps");
-
-enum nfsl_find { NFSL_NOT_OURS, NFSL_OURS, NFSL_RETIRED };
-
-/*
- * nfsl_token_find - is @tok (the last 16 bytes of the IP packet) one of our
- * tokens? (nfsl_token_index, nfsl_token_in_store, nfsl_token_ours_cfg: the
- * domain's key, or the previous instance's after a copy-mode migration;
- * nfsl_token_retired: a key the domain retired lately, its payload gone)
- * @slot: out: the slot it names, NULL when outside the store (or not
- *        ours)
- */
-static __always_inline enum nfsl_find nfsl_token_find(const struct nfsl_config *cfg,
-						      const struct nfsl_token *tok,
-						      struct nfsl_slot **slot)
-{
-	struct nfsl_retired *r;
-	__u32 idx, zero = 0;
-
-	*slot = NULL;
-	if (!nfsl_token_index(tok, &idx))
-		return NFSL_NOT_OURS;
-	if (nfsl_token_in_store(idx, cfg->slots)) {
-		*slot = bpf_map_lookup_elem(&nfsl_store, &idx);
-		if (nfsl_token_ours_cfg(tok, *slot, cfg))
-			return NFSL_OURS;
-	}
-	r = bpf_map_lookup_elem(&nfsl_retired, &zero);
-	if (r && nfsl_retired_any(r) && nfsl_token_retired(tok, r, bpf_ktime_get_ns()))
-		return NFSL_RETIRED;
-	return NFSL_NOT_OURS;
-}
-
-/* A drop event of the packet @skb leaving (nfsl_events.h): @tok_off, where
- * its token lies (0: none). A global function, verified once. */
-__noinline int nfsl_event_tc(struct __sk_buff *skb, __u32 offs, __u32 tok_off, __u32 info)
-{
-	struct nfsl_event *e;
-
-	if (!skb)
-		return 0;
-	e = nfsl_event_fill(skb, false, skb->ifindex, skb->len, offs, tok_off, info);
-	if (e)
-		bpf_ringbuf_submit(e, 0);
-	return 0;
 }
 
 static __always_inline int nfsl_splice(struct __sk_buff *skb,
@@ -228,67 +156,19 @@ failed:
 	return TC_ACT_SHOT;
 }
 
-/* Most segments of one GRO aggregate (UDP_GRO_CNT_MAX, MAX_SKB_FRAGS). */
-#define NFSL_GSO_SEGS_MAX 64
-
-struct nfsl_gso_walk {
-	struct __sk_buff *skb;
-	const struct nfsl_config *cfg;
-	__u32 payoff, l3end, seg; /* first payload byte, end, segment bytes */
-	__u32 ours;               /* segments carrying one of our tokens */
-};
-
-/* bpf_loop callback: free the slot named by segment @i's token, if ours. */
-static long nfsl_gso_seg(__u32 i, void *arg)
-{
-	struct nfsl_gso_walk *w = arg;
-	__u32 end = w->payoff + (i + 1) * w->seg;
-	struct nfsl_slot *s = NULL;
-	struct nfsl_token tok;
-
-	if (end > w->l3end)
-		end = w->l3end;
-	if (end < w->payoff + NFSL_TOKEN_LEN)
-		return 1;
-	if (bpf_skb_load_bytes(w->skb, end - NFSL_TOKEN_LEN, &tok, sizeof(tok)))
-		return end == w->l3end;
-	switch (nfsl_token_find(w->cfg, &tok, &s)) {
-	case NFSL_OURS:
-		if (s)
-			nfsl_slot_release(s, nfsl_ntohl(tok.gen));
-		w->ours++;
-		break;
-	case NFSL_RETIRED:
-		w->ours++;
-		break;
-	default:
-		break;
-	}
-	return end == w->l3end;
-}
-
-/*
- * A GSO skb (a GRO aggregate from UDP GRO forwarding, rx-gro-list) keeps
- * only the first segment's headers; each segment's payload, its token at
- * the end, follows the last. It cannot be spliced in place, and segmented
- * later it would leave as truncated headers: if any segment carries one of
- * our tokens, free every such slot and drop the aggregate. attach turns
- * those GRO features off on domain interfaces, so this is the backstop.
- */
+/* A GSO skb whose segments carry our tokens (nfsl_gso_ours): every such
+ * slot freed, the aggregate dropped. attach turns those GRO features off
+ * on domain interfaces, so this is the backstop. */
 static __always_inline int nfsl_gso(struct __sk_buff *skb,
 				    const struct nfsl_config *cfg,
 				    struct nfsl_counters *cnt,
 				    const struct nfsl_pkt *p)
 {
-	struct nfsl_gso_walk w = {
-		.skb = skb, .cfg = cfg, .payoff = p->payoff, .l3end = p->l3end,
-		.seg = skb->gso_size,
-	};
+	__u32 ours = nfsl_gso_ours(skb, cfg, p);
 
-	bpf_loop(NFSL_GSO_SEGS_MAX, nfsl_gso_seg, &w, 0);
-	if (!w.ours)
+	if (!ours)
 		return NFSL_TC_NEXT;
-	cnt->dropped_gso += w.ours;
+	cnt->dropped_gso += ours;
 	return TC_ACT_SHOT;
 }
 
@@ -298,24 +178,9 @@ int nfsl_splicer(struct __sk_buff *skb)
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
 	struct nfsl_pkt p = {};
-	void *data, *data_end;
 
-	if (!cfg || !cnt || !cfg->slots)
+	if (!cfg || !cnt || !cfg->slots || nfsl_skb_parse(skb, &p, false))
 		return NFSL_TC_NEXT;
-	data = (void *)(long)skb->data;
-	data_end = (void *)(long)skb->data_end;
-	/* Parse against skb->len: the payload (and the token) may lie in
-	 * page frags. Only headers beyond the linear part need a pull. */
-	if (nfsl_parse_len(data, data_end, skb->len, &p)) {
-		__u32 want = skb->len < NFSL_HDR_MAX ? skb->len : NFSL_HDR_MAX;
-
-		if (data + want <= data_end || bpf_skb_pull_data(skb, want))
-			return NFSL_TC_NEXT;
-		data = (void *)(long)skb->data;
-		data_end = (void *)(long)skb->data_end;
-		if (nfsl_parse_len(data, data_end, skb->len, &p))
-			return NFSL_TC_NEXT;
-	}
 	if (skb->gso_size)
 		return nfsl_gso(skb, cfg, cnt, &p);
 	return nfsl_splice(skb, cfg, cnt, &p);

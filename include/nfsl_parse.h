@@ -124,6 +124,29 @@ NFSL_INLINE int nfsl_parse_ipv6(void *data, void *data_end, struct nfsl_pkt *p)
 }
 
 /*
+ * nfsl_parse_l3 - the IP and L4 headers from @p->l3off on, the L3 protocol
+ * being @proto (ETH_P_IP or ETH_P_IPV6, network order), in a frame of
+ * @frame_len bytes whose first bytes are [data, data_end). Returns 0 or -1
+ * as nfsl_parse_len. Alone it parses a packet of a device without an
+ * Ethernet header (l3off 0: ipip, gre, wireguard, tun).
+ */
+NFSL_INLINE int nfsl_parse_l3(void *data, void *data_end, __u32 frame_len, __u16 proto,
+			      struct nfsl_pkt *p)
+{
+	int err;
+
+	if (proto == nfsl_htons(ETH_P_IP))
+		err = nfsl_parse_ipv4(data, data_end, p);
+	else if (proto == nfsl_htons(ETH_P_IPV6))
+		err = nfsl_parse_ipv6(data, data_end, p);
+	else
+		return -1;
+	if (err || p->l3end > frame_len || p->l4off > p->l3end)
+		return -1;
+	return nfsl_parse_l4(data, data_end, p);
+}
+
+/*
  * nfsl_parse_len - find the IP and L4 headers of a frame of @frame_len
  * bytes whose first bytes are [data, data_end): the headers must lie there,
  * the rest may not (a tc program sees a non-linear skb's linear part only;
@@ -139,7 +162,6 @@ NFSL_INLINE int nfsl_parse_len(void *data, void *data_end, __u32 frame_len,
 {
 	struct ethhdr *eth = data;
 	__u16 proto;
-	int err;
 
 	if ((void *)(eth + 1) > data_end)
 		return -1;
@@ -159,15 +181,7 @@ NFSL_INLINE int nfsl_parse_len(void *data, void *data_end, __u32 frame_len,
 		proto = vh->encap_proto;
 		p->l3off += sizeof(*vh);
 	}
-	if (proto == nfsl_htons(ETH_P_IP))
-		err = nfsl_parse_ipv4(data, data_end, p);
-	else if (proto == nfsl_htons(ETH_P_IPV6))
-		err = nfsl_parse_ipv6(data, data_end, p);
-	else
-		return -1;
-	if (err || p->l3end > frame_len || p->l4off > p->l3end)
-		return -1;
-	return nfsl_parse_l4(data, data_end, p);
+	return nfsl_parse_l3(data, data_end, frame_len, proto, p);
 }
 
 /* nfsl_parse - nfsl_parse_len of a linear frame [data, data_end). */

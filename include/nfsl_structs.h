@@ -91,7 +91,10 @@ struct nfsl_slot {
 	X(parked_bytes)  /* payload bytes kept out of the NF */                \
 	X(events_lost)   /* drop events the full ring buffer refused */       \
 	X(skipped_csum)  /* CHECKSUM_PARTIAL, sliced seed = full checksum */ \
-			 /* under two generations: passed unsliced */
+			 /* under two generations: passed unsliced */ \
+	X(escaped_dropped) /* guard: a sliced header leaving through an */  \
+			 /* interface without a splicer, or delivered */    \
+			 /* locally: slot freed, dropped (bpf/guard.bpf.c) */
 
 struct nfsl_counters {
 #define NFSL_X_FIELD(name) __u64 name;
@@ -170,7 +173,8 @@ struct nfsl_residency {
 	X(REPLAYED, replayed) /* slicer: our token arriving from outside: dropped */ \
 	X(BAD_TOKEN, bad_token) /* splicer: DSCP 63, token not ours: passed */ \
 	X(SKIPPED_ROUTE, skipped_route) /* slicer: route leaves the domain: passed */ \
-	X(SKIPPED_MTU, skipped_mtu) /* slicer: packet > egress MTU: passed for PMTU */
+	X(SKIPPED_MTU, skipped_mtu) /* slicer: packet > egress MTU: passed for PMTU */ \
+	X(ESCAPED, escaped_dropped) /* guard: our header escaping: dropped */
 
 /* Reasons are numbered from 1 in list order; each is named as the counter
  * it also counts in. */

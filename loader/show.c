@@ -51,6 +51,60 @@ static void remedy(const struct nfsl_health *h, const char *name, char *buf,
 			 "--name %s", name);
 }
 
+/* The guards (guard.h): "guards": {"local_in": {"ipv4", "ipv6"},
+ * "interfaces": [{"name", "ifindex", "kind", "link_id"}]}, link_id 0
+ * where the guard is missing (kind "none": no guard can be attached). */
+static void print_guards_json(struct json_writer *w, const struct nfsl_guard_state *g)
+{
+	jsonw_name(w, "guards");
+	jsonw_start_object(w);
+	jsonw_bool_field(w, "loaded", g->loaded);
+	jsonw_name(w, "local_in");
+	jsonw_start_object(w);
+	jsonw_bool_field(w, "ipv4", g->nf4);
+	jsonw_bool_field(w, "ipv6", g->nf6);
+	jsonw_end_object(w);
+	jsonw_name(w, "interfaces");
+	jsonw_start_array(w);
+	for (unsigned int i = 0; i < g->nifs; i++) {
+		jsonw_start_object(w);
+		jsonw_string_field(w, "name", g->ifs[i].name);
+		jsonw_uint_field(w, "ifindex", g->ifs[i].ifindex);
+		jsonw_string_field(w, "kind", nfsl_guard_kind_name(g->ifs[i].kind));
+		jsonw_uint_field(w, "link_id", g->ifs[i].link_id);
+		jsonw_end_object(w);
+	}
+	jsonw_end_array(w);
+	jsonw_end_object(w);
+}
+
+/* "  guards   lo, veth1 (l3: wg0); MISSING on x; none on y (link type);
+ * local delivery ipv4 ipv6" */
+static void print_guards_text(const struct nfsl_guard_state *g)
+{
+	static const char *const what[] = { "", "MISSING on ", "none (link type) on " };
+
+	printf("  guards   tcx egress on ");
+	for (int pass = 0; pass < 3; pass++) {
+		bool first = true;
+
+		for (unsigned int i = 0; i < g->nifs; i++) {
+			int is = g->ifs[i].link_id ? 0 : g->ifs[i].kind == NFSL_GUARD_NONE ? 2 : 1;
+
+			if (is != pass)
+				continue;
+			printf("%s%s%s%s", first ? (pass ? "; " : "") : ", ",
+			       first ? what[pass] : "", g->ifs[i].name,
+			       g->ifs[i].kind == NFSL_GUARD_L3 ? " (l3)" : "");
+			first = false;
+		}
+		if (!pass && first)
+			printf("none");
+	}
+	printf("; local delivery (netfilter LOCAL_IN) ipv4%s ipv6%s\n",
+	       g->nf4 ? "" : " MISSING", g->nf6 ? "" : " MISSING");
+}
+
 static void print_status_json(const struct nfsl_domain *d, const char *name,
 			      const struct nfsl_health *h)
 {
@@ -112,6 +166,7 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 		jsonw_end_object(&w);
 	}
 	jsonw_end_array(&w);
+	print_guards_json(&w, &h->guards);
 	jsonw_bool_field(&w, "healthy", !h->nproblems);
 	jsonw_name(&w, "problems");
 	jsonw_start_array(&w);
@@ -188,6 +243,7 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 		else
 			printf("MISSING\n");
 	}
+	print_guards_text(&h->guards);
 	if (!h->nproblems) {
 		printf("  health   ok\n");
 		return;

@@ -101,7 +101,7 @@ def test_sliced_equals_unsliced(rigs, baseline, tmp_path, opts, keep, mode):
         "skipped_route": 0, "skipped_local": 0, "skipped_l2": 0,
         "skipped_mtu": 0, "dropped_gso": 0, "slice_failed": 0,
         "splice_failed": 0, "explicit_drop": 0, "bad_notice": 0,
-        "events_lost": 0, "skipped_csum": 0,
+        "events_lost": 0, "skipped_csum": 0, "escaped_dropped": 0,
     }
     assert stats["slots_busy"] == 0
 

@@ -279,6 +279,7 @@ static bool on_tick(struct loop *l)
 	if (now >= l->next_refresh) {
 		mgr_ttl_refresh();
 		arm_scan(l->scfd, mgr_ttl_tick(now));
+		mgr_links_refresh(l->ep);
 		l->next_refresh = now + 1000000000ull;
 	}
 	if (o->tenant_interval && now >= l->next_ten) {
@@ -325,7 +326,8 @@ static bool on_event(struct loop *l, __u64 tag, __u32 events)
 	case TAG_TIMER:
 		return on_tick(l);
 	default:
-		mgr_conn_event(tag, events);
+		if (!mgr_links_event(tag))
+			mgr_conn_event(tag, events);
 		return false;
 	}
 }
@@ -341,6 +343,7 @@ static void loop_close(struct loop *l)
 		mgr_log(MGR_NOTICE, "a job still waits for the host-wide lock "
 			NFSL_LOCK_FILE ": not waited for");
 	mgr_ttl_stop();
+	mgr_links_stop();
 	if (l->scfd >= 0)
 		close(l->scfd);
 	if (l->lfd >= 0) {

@@ -135,6 +135,20 @@ __u64 mgr_ttl_tick(__u64 now);
 void mgr_ttl_stop(void);
 
 /*
+ * The rtnetlink watcher (links.c): a netlink socket in every network
+ * namespace that has domains, in the loop's epoll @ep under the tags
+ * MGR_LINKS_TAG.. (below the clients'). mgr_links_refresh - watch the
+ * namespaces that have domains now (every second), retry a guard sync the
+ * lock put off. mgr_links_event - read the socket of @tag: false when the
+ * tag is not a watcher's. mgr_links_stop - close every socket.
+ */
+#define MGR_LINKS_TAG 16
+#define MGR_LINKS_MAX 64
+void mgr_links_refresh(int ep);
+bool mgr_links_event(__u64 tag);
+void mgr_links_stop(void);
+
+/*
  * Dynamic tenant quotas (tenants.c). mgr_tenants_tick - sample every
  * domain in dynamic mode and move its quotas toward demand (call every
  * --tenant-interval); mgr_tenants_stop - forget the samples.

@@ -2,7 +2,7 @@
 /*
  * nfslice attach's engine: load the slicer (XDP, libxdp dispatcher:
  * ingress.c) and the splicer (TCX egress, else tc clsact: egress.c) on
- * every interface of a domain, with ONE store pinned in the domain's
+ * every interface of a domain, the guards on every other one (guard.c), with ONE store pinned in the domain's
  * directory (pins.c); a failed attach leaves nothing behind (detach.c).
  * See attach.h.
  */
@@ -22,6 +22,7 @@
 #include "nfsl/detach.h"
 #include "nfsl/egress.h"
 #include "nfsl/errors.h"
+#include "nfsl/guard.h"
 #include "nfsl/ingress.h"
 #include "nfsl/netdev.h"
 #include "nfsl/pins.h"
@@ -325,6 +326,10 @@ static int attach_domain(const struct nfsl_attach_req *r, const char *dir,
 	err = load_splicer(dir, cfg, &sp);
 	if (!err)
 		err = attach_splicers(dir, cfg, sp);
+	/* The guards before any slicer too: the route check is a hint, they
+	 * keep a header it misjudged from leaving (guard.h). */
+	if (!err && nfsl_guard_sync(dir, cfg, true) < 0)
+		err = -1;
 	if (!err && !r->no_ct_liberal) {
 		err = nfsl_ct_liberal_take(cfg);
 		if (!err)

@@ -25,6 +25,32 @@ static void problem(struct nfsl_health *h, const char *what, const char *ifname)
 			 ifname, what);
 }
 
+/* The guards: one problem naming every interface without one, one for
+ * local delivery. */
+static void guard_health(const struct nfsl_domain *d, struct nfsl_health *h)
+{
+	struct nfsl_guard_state *g = &h->guards;
+	char names[96] = "";
+	size_t n = 0;
+
+	nfsl_guard_state(d->dir, &d->cfg, g);
+	for (unsigned int i = 0; i < g->nifs; i++) {
+		if (g->ifs[i].link_id || g->ifs[i].kind == NFSL_GUARD_NONE)
+			continue;
+		if (n < sizeof(names))
+			n += snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "",
+				      g->ifs[i].name);
+	}
+	if (g->nmissing) {
+		h->missing = true;
+		problem(h, "guard missing (TCX egress)", names);
+	}
+	if (!g->nf4 || !g->nf6) {
+		h->missing = true;
+		problem(h, "guard missing (netfilter LOCAL_IN)", "local delivery");
+	}
+}
+
 unsigned int nfsl_domain_health(const struct nfsl_domain *d, struct nfsl_health *h)
 {
 	const struct nfsl_config *c = &d->cfg;
@@ -59,5 +85,6 @@ unsigned int nfsl_domain_health(const struct nfsl_domain *d, struct nfsl_health 
 			problem(h, "splicer missing (tc egress)", ifname);
 		}
 	}
+	guard_health(d, h);
 	return h->nproblems;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A domain's health (health.c): every interface of its config there, every
- * slicer (XDP) and splicer (egress) attached, as the kernel shows them in
+ * slicer (XDP) and splicer (egress) attached, a guard on every other
+ * interface and on local delivery (guard.h), as the kernel shows them in
  * the caller's network namespace. nfslice status and list show it, repair
  * restores what is missing, upgrade needs a whole domain.
  */
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <net/if.h>
 #include "nfsl/domain.h"
+#include "nfsl/guard.h"
 
 /* One interface of a domain as the kernel shows it now, in the caller's
  * network namespace. */
@@ -24,12 +26,14 @@ struct nfsl_iface_state {
 
 /* A domain's health: every interface there, every slicer and splicer
  * attached. */
-#define NFSL_MAX_PROBLEMS (2 * NFSL_MAX_IFACES + 2)
+#define NFSL_MAX_PROBLEMS (2 * NFSL_MAX_IFACES + 4)
 struct nfsl_health {
 	struct nfsl_iface_state ifs[NFSL_MAX_IFACES];
 	unsigned int nproblems;
 	bool gone;    /* an interface is gone: repair cannot help */
-	bool missing; /* a slicer or splicer is missing: repair restores it */
+	bool missing; /* a slicer, splicer or guard is missing: repair
+		       * restores it */
+	struct nfsl_guard_state guards; /* the guards (guard.h) */
 	char problems[NFSL_MAX_PROBLEMS][128];
 };
 

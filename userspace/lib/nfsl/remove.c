@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nfsl/domain.h"
+#include "nfsl/guard.h"
 #include "nfsl/retired.h"
 
 int nfsl_domain_remove(const char *dir)
@@ -27,6 +28,9 @@ int nfsl_domain_remove(const char *dir)
 		nfsl_domain_close(&d);
 	}
 
+	/* The guards go with their pins (the links detach): after the
+	 * slicers, which detach removed before. */
+	err = nfsl_guard_remove(dir);
 	for (size_t i = 0; i < NFSL_NR_DOMAIN_PINS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, nfsl_domain_pins[i]);
 		if (unlink(path) && errno != ENOENT && !err)

@@ -10,6 +10,7 @@
 #include "nfsl/repair.h"
 #include "nfsl/egress.h"
 #include "nfsl/errors.h"
+#include "nfsl/guard.h"
 #include "nfsl/health.h"
 #include "nfsl/ingress.h"
 #include "nfsl/netdev.h"
@@ -112,6 +113,12 @@ static int repair_domain(struct nfsl_domain *d, const char *name)
 	if (n < 0)
 		return -1;
 	done += n + repair_ct_liberal(&d->cfg);
+	/* The guards (before any slicer, as attach): on an interface that
+	 * appeared since, off one that became a domain interface. */
+	n = nfsl_guard_sync(d->dir, &d->cfg, false);
+	if (n < 0)
+		return -1;
+	done += n;
 	n = repair_slicers(d, &h);
 	if (n < 0)
 		return -1;
