@@ -96,7 +96,7 @@ static int print_event(void *ctx, void *data, size_t size)
 		       ntohs(e->sport), e->v6 ? "[" : "", dst, e->v6 ? "]" : "",
 		       ntohs(e->dport), e->len, e->dscp);
 		if (e->reason == NFSL_EV_STALE || e->reason == NFSL_EV_TOO_BIG ||
-		    e->reason == NFSL_EV_REPLAYED)
+		    e->reason == NFSL_EV_REPLAYED || e->reason == NFSL_EV_ESCAPED)
 			printf(" slot %u gen %u", e->slot, e->gen);
 		putchar('\n');
 	}
@@ -207,8 +207,11 @@ const struct nfsl_cmd nfsl_cmd_events = {
 		"outside; dropped), bad_token (splicer: DSCP 63 but no token of ours;\n"
 		"passed untouched), skipped_route (slicer: the route leaves the domain;\n"
 		"passed unsliced), skipped_mtu (slicer: larger than the egress MTU;\n"
-		"passed for path MTU discovery). Each line: CLOCK_MONOTONIC time in s,\n"
-		"interface (the slicer's ingress or the splicer's egress), reason,\n"
+		"passed for path MTU discovery), escaped_dropped (guard: a sliced header\n"
+		"leaving through an interface that is not the domain's, or delivered\n"
+		"locally; dropped, its slot freed). Each line: CLOCK_MONOTONIC time in s,\n"
+		"interface (the slicer's ingress, the splicer's or guard's egress, the\n"
+		"ingress of a locally delivered one), reason,\n"
 		"protocol, addresses and ports as seen there, frame length in bytes,\n"
 		"DSCP, and the token's slot and generation where one was read. The\n"
 		"AF_XDP engine's drops are counted, not streamed. A full ring (4096\n"

@@ -51,7 +51,8 @@ static void remedy(const struct nfsl_health *h, const char *name, char *buf,
 			 "--name %s", name);
 }
 
-/* The guards (guard.h): "guards": {"local_in": {"ipv4", "ipv6"},
+/* The guards (guard.h): "guards": {"local_in": {"ipv4_link_id",
+ * "ipv6_link_id"},
  * "interfaces": [{"name", "ifindex", "kind", "link_id"}]}, link_id 0
  * where the guard is missing (kind "none": no guard can be attached). */
 static void print_guards_json(struct json_writer *w, const struct nfsl_guard_state *g)
@@ -61,8 +62,8 @@ static void print_guards_json(struct json_writer *w, const struct nfsl_guard_sta
 	jsonw_bool_field(w, "loaded", g->loaded);
 	jsonw_name(w, "local_in");
 	jsonw_start_object(w);
-	jsonw_bool_field(w, "ipv4", g->nf4);
-	jsonw_bool_field(w, "ipv6", g->nf6);
+	jsonw_uint_field(w, "ipv4_link_id", g->nf4);
+	jsonw_uint_field(w, "ipv6_link_id", g->nf6);
 	jsonw_end_object(w);
 	jsonw_name(w, "interfaces");
 	jsonw_start_array(w);

@@ -359,12 +359,12 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
 	st->loaded = !access(path, F_OK);
 	guard_path(path, sizeof(path), dir, PIN_NF4);
 	fd = link_get(path, &unused);
-	st->nf4 = fd >= 0;
+	st->nf4 = fd >= 0 ? link_id(fd) : 0;
 	if (fd >= 0)
 		close(fd);
 	guard_path(path, sizeof(path), dir, PIN_NF6);
 	fd = link_get(path, &unused);
-	st->nf6 = fd >= 0;
+	st->nf6 = fd >= 0 ? link_id(fd) : 0;
 	if (fd >= 0)
 		close(fd);
 	for (struct if_nameindex *i = ifs; i && i->if_index && st->nifs < NFSL_GUARD_MAX; i++) {

@@ -36,7 +36,8 @@ enum nfsl_guard_kind {
 /* The guards as the kernel shows them (nfsl_guard_state). */
 struct nfsl_guard_state {
 	bool loaded;          /* the programs are pinned */
-	bool nf4, nf6;        /* local delivery guarded, IPv4 / IPv6 */
+	__u32 nf4, nf6;       /* link ids of the local-delivery guards, IPv4 /
+			       * IPv6; 0: missing */
 	unsigned int nguarded, nmissing, nbare;
 	struct {
 		__u32 ifindex;
