@@ -34,19 +34,16 @@ static __always_inline int nfsl_guard_skb(struct __sk_buff *skb, bool l3)
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
 	struct nfsl_pkt p = {};
-	struct nfsl_token tok;
 	__u32 ours, tok_off = 0;
 
 	if (!cfg || !cnt || !cfg->slots || nfsl_skb_parse(skb, &p, l3))
 		return NFSL_TC_NEXT;
-	if (skb->gso_size) {
+	if (skb->gso_size)
 		ours = nfsl_gso_ours(skb, cfg, &p);
-	} else {
-		if (!nfsl_splice_token_off(&p, &tok_off) ||
-		    bpf_skb_load_bytes(skb, tok_off, &tok, sizeof(tok)))
-			return NFSL_TC_NEXT;
-		ours = nfsl_token_drop(cfg, &tok);
-	}
+	else if (nfsl_splice_token_off(&p, &tok_off))
+		ours = nfsl_skb_token_drop(skb, tok_off);
+	else
+		return NFSL_TC_NEXT;
 	if (!ours)
 		return NFSL_TC_NEXT;
 	cnt->escaped_dropped += ours;

@@ -124,6 +124,22 @@ static __always_inline int nfsl_skb_parse(struct __sk_buff *skb, struct nfsl_pkt
 #undef NFSL_SKB_PARSE
 }
 
+/*
+ * nfsl_skb_token_drop - nfsl_token_drop of the token at @off of @skb (the
+ * domain's config looked up here): 1 when ours (its slot freed), else 0.
+ * A global function, verified once: every inline copy of the MAC check
+ * costs the verifier some 100k instructions, paid at every attach.
+ */
+__noinline int nfsl_skb_token_drop(struct __sk_buff *skb, __u32 off)
+{
+	struct nfsl_config *cfg = nfsl_get_config();
+	struct nfsl_token tok;
+
+	if (!skb || !cfg || bpf_skb_load_bytes(skb, off, &tok, sizeof(tok)))
+		return 0;
+	return nfsl_token_drop(cfg, &tok);
+}
+
 /* A drop event of the packet @skb leaving (nfsl_events.h): @tok_off, where
  * its token lies (0: none). A global function, verified once. */
 __noinline int nfsl_event_tc(struct __sk_buff *skb, __u32 offs, __u32 tok_off, __u32 info)
@@ -164,13 +180,10 @@ static long nfsl_gso_seg(__u32 i, void *arg)
 {
 	struct nfsl_gso_walk *w = arg;
 	__u32 end = nfsl_gso_seg_end(w, i);
-	struct nfsl_token tok;
 
 	if (!end)
 		return 1;
-	if (bpf_skb_load_bytes(w->skb, end - NFSL_TOKEN_LEN, &tok, sizeof(tok)))
-		return end == w->l3end;
-	if (nfsl_token_drop(w->cfg, &tok))
+	if (nfsl_skb_token_drop(w->skb, end - NFSL_TOKEN_LEN))
 		w->ours++;
 	return end == w->l3end;
 }

@@ -19,8 +19,14 @@
  * for the address the kernel will really send it to. What the lookup cannot
  * see: the first packet of a DNATed connection (no entry yet: passes
  * unsliced, safe), and a DNAT from a forwarded address to a local one (the
- * FIB says forward, so it is sliced and a local socket would get the
- * header). docs/format.md "Where a packet is sliced" says so.
+ * FIB says forward, so it is sliced), like policy routing by a mark set
+ * after XDP or a route changed since.
+ *
+ * So the verdict is a hint: what it misjudges is stopped where it would
+ * leave, by the guards (bpf/guard.bpf.c: TCX egress of every other
+ * interface, netfilter LOCAL_IN), dropped and counted escaped_dropped.
+ * A wrong verdict costs an unsliced packet or a counted drop, never a
+ * truncated one (docs/design.md "Where a packet is sliced").
  */
 #ifndef NFSL_ROUTE_H
 #define NFSL_ROUTE_H

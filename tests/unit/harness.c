@@ -211,6 +211,22 @@ void h_reset(void)
 	}
 }
 
+void h_retire_key(__u64 until_ns)
+{
+	struct nfsl_retired r = {};
+	__u32 zero = 0;
+
+	if (until_ns) {
+		r.keys[3].key[0] = H.cfg.key[0]; /* any entry counts */
+		r.keys[3].key[1] = H.cfg.key[1];
+		r.keys[3].until_ns = until_ns;
+	}
+	cr_assert_eq(bpf_map_update_elem(H.retired, &zero, &r, BPF_ANY), 0);
+	H.cfg.key[0] ^= 0x1234567890abcdefull;
+	H.cfg.key[1] += 1;
+	h_write_config();
+}
+
 uint32_t h_part_base(void)
 {
 	__u32 nparts = H.cfg.nparts ? H.cfg.nparts : 1;

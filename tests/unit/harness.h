@@ -86,6 +86,11 @@ int h_splice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len);
 int h_splice_run(const uint8_t *in, uint32_t len, uint8_t *out,
 		 uint32_t *out_len, int *verdict);
 
+/* Replace the domain's key by another, as restore, re-attach or the end
+ * of a migration do; the old one goes to the retired list with a grace
+ * period ending @until_ns (CLOCK_MONOTONIC; 0: not retired at all). */
+void h_retire_key(__u64 until_ns);
+
 /* Sum of the per-CPU counters. */
 void h_counters(struct nfsl_counters *c);
 /* Expect the counters to be exactly @want; @what names the case. Returns

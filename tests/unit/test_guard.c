@@ -64,24 +64,6 @@ static int g_run(const uint8_t *in, uint32_t len, uint32_t gso_size, uint8_t *ou
 	return o.retval;
 }
 
-/* The domain's key replaced, the old one retired until @until_ns (0: not
- * retired), as a re-attach does (test_replay.c's change_key). */
-static void retire_key(__u64 until_ns)
-{
-	struct nfsl_retired r = {};
-	__u32 zero = 0;
-
-	if (until_ns) {
-		r.keys[0].key[0] = H.cfg.key[0];
-		r.keys[0].key[1] = H.cfg.key[1];
-		r.keys[0].until_ns = until_ns;
-	}
-	cr_assert_eq(bpf_map_update_elem(H.retired, &zero, &r, BPF_ANY), 0);
-	H.cfg.key[0] ^= 0x1234567890abcdefull;
-	H.cfg.key[1] += 1;
-	h_write_config();
-}
-
 enum gcase { G_SMALL, G_RANDOM, G_OURS, G_RETIRED, G_GSO_ONE, G_GSO_NONE };
 
 static const struct {
@@ -136,7 +118,7 @@ static void one(size_t k, int v6, uint8_t proto)
 	case G_RETIRED:
 		memcpy(pkt, sliced, slen);
 		plen = slen;
-		retire_key(nfsl_now_ns() + 10000000000ull);
+		h_retire_key(nfsl_now_ns() + 10000000000ull);
 		break;
 	case G_GSO_ONE: /* two segments of @seg payload bytes */
 	case G_GSO_NONE:
@@ -180,7 +162,7 @@ Test(guard, retired_key_after_grace)
 	size_t len = pkt_build(&s, in);
 
 	x_slice_ok("retired", in, len, h_part_base(), 1, NULL, sliced, &slen);
-	retire_key(nfsl_now_ns() - 1);
+	h_retire_key(nfsl_now_ns() - 1);
 	cr_expect_eq(g_run(sliced, slen, 0, out, &olen), V_TC_OK);
 	h_counters(&c);
 	cr_expect_eq(c.escaped_dropped, 0);
@@ -233,7 +215,7 @@ Test(guard, local_in)
 			cr_expect_eq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot not freed", pkt_name(&s));
 			h_counters(&c);
 			cr_expect_eq(c.escaped_dropped, 1, "%s", pkt_name(&s));
-			retire_key(nfsl_now_ns() + 10000000000ull);
+			h_retire_key(nfsl_now_ns() + 10000000000ull);
 			cr_expect_eq(g_run_nf(sliced, slen, v6), 0, "%s: retired", pkt_name(&s));
 			h_counters(&c);
 			cr_expect_eq(c.escaped_dropped, 2, "%s", pkt_name(&s));

@@ -108,25 +108,6 @@ Test(replay, forged_mac_passes)
 	x_splice_ok("genuine", sliced, slen, in, len);
 }
 
-/* Replace the domain's key by another, as restore, re-attach or the end
- * of a migration do; @retire: the old one goes to the retired list with a
- * grace period ending @until_ns (0: not at all). */
-static void change_key(__u64 until_ns)
-{
-	struct nfsl_retired r = {};
-	__u32 zero = 0;
-
-	if (until_ns) {
-		r.keys[3].key[0] = H.cfg.key[0]; /* any entry counts */
-		r.keys[3].key[1] = H.cfg.key[1];
-		r.keys[3].until_ns = until_ns;
-	}
-	cr_assert_eq(bpf_map_update_elem(H.retired, &zero, &r, BPF_ANY), 0);
-	H.cfg.key[0] ^= 0x1234567890abcdefull;
-	H.cfg.key[1] += 1;
-	h_write_config();
-}
-
 /* A header held across a key change: stale (dropped) while the old key is
  * retired and its grace runs; after the grace it is no longer known. */
 Test(replay, retired_key_stale)
@@ -142,9 +123,9 @@ Test(replay, retired_key_stale)
 
 			h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 			x_slice_ok(pkt_name(&s), in, len, h_part_base(), 1, NULL, sliced, &slen);
-			change_key(nfsl_now_ns() + 10000000000ull);
+			h_retire_key(nfsl_now_ns() + 10000000000ull);
 			x_splice_untouched("retired key, in grace", sliced, slen, V_TC_SHOT, &stale);
-			change_key(0);
+			h_retire_key(0);
 			x_splice_untouched("no retired key", sliced, slen, V_TC_OK, &bad);
 		}
 }
@@ -169,7 +150,7 @@ Test(replay, retired_key_beyond_store)
 	cr_assert_eq(ref_parse(sliced, slen, &ri), 0);
 	h_token(NFSL_TOKEN_WORD(H_STORE_SLOTS + 5, 1000), 1, sliced + ri.l3end - NFSL_TOKEN_LEN);
 	x_splice_untouched("own key", sliced, slen, V_TC_OK, &bad);
-	change_key(nfsl_now_ns() + 10000000000ull);
+	h_retire_key(nfsl_now_ns() + 10000000000ull);
 	x_splice_untouched("retired key, in grace", sliced, slen, V_TC_SHOT, &stale);
 	d.store_fd = H.store;
 	d.cfg = H.cfg;
@@ -194,7 +175,7 @@ Test(replay, retired_key_expired)
 	uint32_t slen;
 
 	x_slice_ok("expired", in, len, h_part_base(), 1, NULL, sliced, &slen);
-	change_key(nfsl_now_ns() - 1);
+	h_retire_key(nfsl_now_ns() - 1);
 	x_splice_untouched("grace over", sliced, slen, V_TC_OK, &bad);
 }
 
@@ -210,7 +191,7 @@ Test(replay, retired_key_xsk)
 	void *m;
 
 	x_slice_ok("xsk", in, len, h_part_base(), 1, NULL, sliced, &slen);
-	change_key(nfsl_now_ns() + 10000000000ull);
+	h_retire_key(nfsl_now_ns() + 10000000000ull);
 	d.store_fd = H.store;
 	d.cfg = H.cfg;
 	cr_assert_eq(nfsl_xsk_store_open(&xs, &d), 0);
@@ -223,7 +204,7 @@ Test(replay, retired_key_xsk)
 		     NFSL_XSK_SPLICE_STALE);
 	cr_expect_eq(flen, slen);
 	cr_expect_eq(memcmp(frame, sliced, slen), 0, "a stale frame is left as it was");
-	change_key(0);
+	h_retire_key(0);
 	cr_expect_eq(nfsl_xsk_splice(&xs, frame, &flen, sizeof(frame), 1500),
 		     NFSL_XSK_SPLICE_NOT_SLICED);
 	nfsl_xsk_store_close(&xs); /* unmaps the list too */

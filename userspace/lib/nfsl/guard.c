@@ -237,32 +237,45 @@ static int sync_nf(const char *dir)
 	return err ? err : done;
 }
 
-/* Unpin the guards of interfaces gone or now in @cfg: how many. */
-static int sync_stale(const char *dir, const struct nfsl_config *cfg)
+/* Does pin @name stay? With @cfg NULL none does; else all but the
+ * guards of interfaces gone or now in @cfg. */
+static bool pin_stays(const char *name, const struct nfsl_config *cfg)
 {
-	char path[PATH_MAX + 64], name[IF_NAMESIZE];
+	char ifname[IF_NAMESIZE], *end;
+	unsigned long ifindex;
+
+	if (!cfg)
+		return false;
+	if (strncmp(name, PIN_IF, 2))
+		return true;
+	ifindex = strtoul(name + 2, &end, 10);
+	return *end || !ifindex ||
+	       (if_indextoname(ifindex, ifname) && !in_domain(cfg, ifindex));
+}
+
+/* Unpin what pin_stays(@cfg) lets go in @dir/guard/: how many; *@err the
+ * first -errno. */
+static int unpin(const char *dir, const struct nfsl_config *cfg, int *err)
+{
+	char path[PATH_MAX + 64];
 	struct dirent *e;
 	int done = 0;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/" NFSL_PIN_GUARD, dir);
 	d = opendir(path);
-	if (!d)
+	if (!d) {
+		*err = errno == ENOENT ? 0 : -errno;
 		return 0;
+	}
 	while ((e = readdir(d))) {
-		char *end;
-		unsigned long ifindex;
-
-		if (strncmp(e->d_name, PIN_IF, 2))
-			continue;
-		ifindex = strtoul(e->d_name + 2, &end, 10);
-		if (*end || !ifindex)
-			continue;
-		if (if_indextoname(ifindex, name) && !in_domain(cfg, ifindex))
+		if (e->d_name[0] == '.' || pin_stays(e->d_name, cfg))
 			continue;
 		guard_path(path, sizeof(path), dir, e->d_name);
 		if (!unlink(path))
 			done++;
+		else if (!*err)
+			*err = -errno;
 	}
 	closedir(d);
 	return done;
@@ -299,7 +312,8 @@ int nfsl_guard_sync(const char *dir, const struct nfsl_config *cfg, bool quiet)
 	guard_path(path, sizeof(path), dir, PIN_TC_L3);
 	prog[NFSL_GUARD_L3] = bpf_obj_get(path);
 	ifs = if_nameindex();
-	done = sync_stale(dir, cfg);
+	done = unpin(dir, cfg, &err);
+	err = 0; /* a pin that would not go: its link stays, harmless */
 	for (struct if_nameindex *i = ifs; i && i->if_index && !err; i++) {
 		enum nfsl_guard_kind k;
 		int fd;
@@ -398,24 +412,11 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
 int nfsl_guard_remove(const char *dir)
 {
 	char path[PATH_MAX + 64];
-	struct dirent *e;
 	int err = 0;
-	DIR *d;
 
+	unpin(dir, NULL, &err);
 	snprintf(path, sizeof(path), "%s/" NFSL_PIN_GUARD, dir);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		guard_path(path, sizeof(path), dir, e->d_name);
-		if (unlink(path) && !err)
-			err = -errno;
-	}
-	closedir(d);
-	snprintf(path, sizeof(path), "%s/" NFSL_PIN_GUARD, dir);
-	if (rmdir(path) && !err)
+	if (rmdir(path) && errno != ENOENT && !err)
 		err = -errno;
 	return err;
 }
