@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "nfslice.h"
+#include "nfsl/guard.h"
 #include "nfsl/domain.h"
 #include "nfsl/domains.h"
 #include "nfsl/retired.h"
@@ -456,6 +457,11 @@ static int run_gc(void *o, int argc, char **argv)
 			       x->hold_act == HOLD_CLEARED ? " (it slices: only its tag went)" :
 			       x->hold_act == HOLD_FAILED ? ": detach it in its namespace "
 							    "(nfslice detach --name NAME)" : "");
+		/* A namespace no name or process holds may be held by the
+		 * domain's own local-delivery guards only (netfilter links
+		 * hold it): without them it exits, if nothing else holds it. */
+		if (x->probe == 1 && !x->ns && !opt->dry_run && nfsl_guard_release(x->dir))
+			x->state = NS_GONE;
 		/* Only the probe's word that the namespace is gone removes a
 		 * domain: a namespace held by a file descriptor alone is in
 		 * no list, but its probe still answers. */

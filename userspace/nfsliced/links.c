@@ -9,6 +9,11 @@
  * there can leave), under the host-wide lock taken without waiting (held
  * by another process: retried every second until it is free).
  * A plain socket: neither libmnl nor libnl is a dependency.
+ *
+ * The socket and the namespace's fd hold the namespace: so the watcher
+ * lets go of it once what it was found by (its /run/netns name, its
+ * process) is gone, and the namespace can exit, its domains then removed
+ * by the gc (nfsl_netns_probe).
  */
 #define _GNU_SOURCE /* setns */
 #include <errno.h>
@@ -20,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
@@ -27,6 +33,7 @@
 #include "nfsl/domains.h"
 #include "nfsl/guard.h"
 #include "nfsl/netns.h"
+#include "util/util.h"
 
 #ifndef RTNLGRP_NEXTHOP
 #define RTNLGRP_NEXTHOP 32
@@ -41,6 +48,8 @@
 struct watch {
 	__u64 cookie;
 	int nsfd, nl;  /* the namespace, the netlink socket in it; -1: free slot */
+	char path[64 + NAME_MAX]; /* what opened it: /run/netns/NAME, /proc/PID/ns/net */
+	__u64 ino;     /* its nsfs inode */
 	bool seen;     /* still has a domain (refresh) */
 	bool pending;  /* guards to sync: a link changed, or just watched */
 	__u64 changes; /* route-affecting changes seen */
@@ -108,8 +117,9 @@ static int nl_open(int nsfd)
 	return err ? err : fd;
 }
 
-/* Watch the namespace of @cookie, found in @l, in a free slot. */
-static void watch_open(__u64 cookie, const struct nfsl_netns_list *l)
+/* Watch the namespace of @cookie, found in @l, in a free slot. False when
+ * @l does not have it or it cannot be watched. */
+static bool watch_open(__u64 cookie, const struct nfsl_netns_list *l)
 {
 	const struct nfsl_netns *ns = nfsl_netns_by_cookie(l, cookie);
 	struct watch *w = NULL;
@@ -118,8 +128,10 @@ static void watch_open(__u64 cookie, const struct nfsl_netns_list *l)
 	for (i = 0; i < MGR_LINKS_MAX && !w; i++)
 		if (ws[i].nl < 0)
 			w = &ws[i];
-	if (!w || !ns)
-		return; /* a namespace no process or name holds: the gc's business */
+	if (!ns)
+		return false; /* no process or name holds it: the gc's business */
+	if (!w)
+		return true;
 	w->nsfd = open(ns->path, O_RDONLY | O_CLOEXEC);
 	w->nl = w->nsfd < 0 ? -errno : nl_open(w->nsfd);
 	if (w->nl >= 0) {
@@ -127,16 +139,19 @@ static void watch_open(__u64 cookie, const struct nfsl_netns_list *l)
 
 		if (!epoll_ctl(loop_ep, EPOLL_CTL_ADD, w->nl, &ev)) {
 			w->cookie = cookie;
+			w->ino = ns->ino;
+			snprintf(w->path, sizeof(w->path), "%s", ns->path);
 			w->seen = w->pending = true;
 			mgr_log(MGR_INFO, "watching the links and routes of namespace %s",
 				ns->name[0] ? ns->name : ns->path);
-			return;
+			return true;
 		}
 	}
 	mgr_log(MGR_WARNING, "cannot watch the links of namespace %s: %s; new interfaces "
 		"there get their guard from nfslice repair", ns->path,
 		strerror(w->nl < 0 ? -w->nl : errno));
 	watch_close(w);
+	return false; /* tried again in 10 s */
 }
 
 /* The guards of every domain of @w's namespace in line with its links
@@ -183,8 +198,42 @@ static void watch_sync(struct watch *w)
 	close(lock);
 }
 
+/* Cookies of namespaces a scan did not find (gone, or held by an fd
+ * only), not looked for again for 10 s: a scan enters every namespace. */
+static struct {
+	__u64 cookie, until;
+} miss[MGR_LINKS_MAX];
+
+static bool missed(__u64 cookie, __u64 now)
+{
+	for (int i = 0; i < MGR_LINKS_MAX; i++)
+		if (miss[i].cookie == cookie && now < miss[i].until)
+			return true;
+	return false;
+}
+
+static void miss_add(__u64 cookie, __u64 now)
+{
+	int j = 0;
+
+	for (int i = 0; i < MGR_LINKS_MAX; i++)
+		if (miss[i].until < miss[j].until)
+			j = i; /* the oldest entry goes */
+	miss[j].cookie = cookie;
+	miss[j].until = now + 10000000000ull;
+}
+
+/* Is what @w's namespace was found by still there, the same namespace? */
+static bool watch_held(const struct watch *w)
+{
+	struct stat st;
+
+	return !stat(w->path, &st) && st.st_ino == w->ino;
+}
+
 void mgr_links_refresh(int ep)
 {
+	__u64 now = nfsl_now_ns();
 	struct nfsl_netns_list l = {};
 	struct nfsl_dom_entry *v;
 	bool scanned = false;
@@ -197,22 +246,25 @@ void mgr_links_refresh(int ep)
 	}
 	if (nfsl_domains_collect(&v, &n))
 		return;
-	for (int i = 0; i < MGR_LINKS_MAX; i++)
+	for (int i = 0; i < MGR_LINKS_MAX; i++) {
+		if (ws[i].nl >= 0 && !watch_held(&ws[i]))
+			watch_close(&ws[i]); /* let the namespace exit */
 		ws[i].seen = false;
+	}
 	for (size_t k = 0; k < n; k++) {
 		bool have = false;
 
 		for (int i = 0; i < MGR_LINKS_MAX && !have; i++)
 			if (ws[i].nl >= 0 && ws[i].cookie == v[k].cookie)
 				have = ws[i].seen = true;
-		if (have)
+		if (have || missed(v[k].cookie, now))
 			continue;
 		/* Which namespace a cookie is: entering each, so only when a
 		 * new one appears. */
 		if (!scanned)
 			scanned = !nfsl_netns_scan(&l);
-		if (scanned)
-			watch_open(v[k].cookie, &l);
+		if (scanned && !watch_open(v[k].cookie, &l))
+			miss_add(v[k].cookie, now);
 	}
 	free(v);
 	if (scanned)

@@ -16,6 +16,8 @@
 #include "util/cli.h"
 #include "nfsl/ctl.h"
 #include "nfsl/domains.h"
+#include "nfsl/guard.h"
+#include "nfsl/netns.h"
 #include "nfsl/retired.h"
 #include "nfsl/holding.h"
 #include "util/version.h"
@@ -178,6 +180,8 @@ int mgr_gc(void)
 {
 	struct nfsl_dom_entry *v;
 	int lock, removed = 0, orphans = 0;
+	struct nfsl_netns_list l = {};
+	bool scanned;
 	size_t n;
 	int err;
 
@@ -189,13 +193,20 @@ int mgr_gc(void)
 		close(lock);
 		return err;
 	}
+	scanned = n && !nfsl_netns_scan(&l);
 	for (size_t i = 0; i < n; i++) {
 		struct nfsl_holding h;
 		__u64 ino;
+		int probe = nfsl_netns_probe(v[i].dir, &ino);
 
+		/* A namespace no name or process holds may be held by the
+		 * domain's local-delivery guards only (nfslice gc). */
+		if (probe == 1 && scanned && !nfsl_netns_by_cookie(&l, v[i].cookie) &&
+		    nfsl_guard_release(v[i].dir))
+			probe = 0;
 		/* Only the probe's word that the namespace is gone counts
 		 * (nfslice gc): a domain without a probe is left alone. */
-		if (nfsl_netns_probe(v[i].dir, &ino) != 0) {
+		if (probe != 0) {
 			if (!nfsl_holding_get(v[i].dir, &h) && !nfsl_holding_alive(&h)) {
 				mgr_log(MGR_NOTICE, "domain '%s' (ns%llu) is the holding instance "
 					"of nfslice migrate pid %u, which is gone", v[i].name,
@@ -214,6 +225,8 @@ int mgr_gc(void)
 		removed++;
 	}
 	nfsl_retired_prune(); /* retired keys past their grace (retired.h) */
+	if (scanned)
+		nfsl_netns_free(&l);
 	free(v);
 	close(lock);
 	if (orphans)

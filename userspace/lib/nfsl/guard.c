@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "nfsl/domain.h"
 #include "nfsl/errors.h"
 #include "nfsl/guard.h"
 #include "nfsl/pins.h"
@@ -419,4 +420,22 @@ int nfsl_guard_remove(const char *dir)
 	if (rmdir(path) && errno != ENOENT && !err)
 		err = -errno;
 	return err;
+}
+
+bool nfsl_guard_release(const char *dir)
+{
+	char path[PATH_MAX + 64];
+	__u64 ino;
+
+	guard_path(path, sizeof(path), dir, PIN_NF4);
+	unlink(path);
+	guard_path(path, sizeof(path), dir, PIN_NF6);
+	unlink(path);
+	/* The namespace is dismantled by a kernel worker, soon after. */
+	for (int i = 0; i < 20; i++) {
+		if (nfsl_netns_probe(dir, &ino) == 0)
+			return true;
+		usleep(50000);
+	}
+	return false;
 }

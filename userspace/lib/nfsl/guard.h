@@ -84,4 +84,14 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
  * 0 or the first -errno. */
 int nfsl_guard_remove(const char *dir);
 
+/*
+ * nfsl_guard_release - unpin the local-delivery guards of the domain at
+ * @dir (nf4, nf6) and wait up to 1 s for its namespace probe to say the
+ * namespace is gone. A netfilter link holds its network namespace: one no
+ * /run/netns name and no process holds any more can exit only without
+ * them, and nfslice gc (nfsliced's too) calls this for such a domain
+ * before it asks the probe. Returns true when the namespace is gone now.
+ */
+bool nfsl_guard_release(const char *dir);
+
 #endif /* NFSL_GUARD_H */
