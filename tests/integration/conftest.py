@@ -53,9 +53,9 @@ def pytest_sessionstart(session):
 # host (TTL eviction, metrics, gc), so two of them at once would evict and
 # count each other's payloads. Under pytest-xdist (tests/run.sh) they run
 # one after another in one worker.
-HOST_DAEMON_FILES = {"test_bcc", "test_daemon_clients", "test_manager",
-                     "test_manager_state", "test_migrate", "test_retired",
-                     "test_tenants", "test_ttl", "test_unit"}
+HOST_DAEMON_FILES = {"test_bcc", "test_daemon_clients", "test_guard",
+                     "test_manager", "test_manager_state", "test_migrate",
+                     "test_retired", "test_tenants", "test_ttl", "test_unit"}
 # Test files that time the generator's own pacing (pktgen's --burst-us and
 # rate, the delay line, the latency sink, the rate-shaped topologies): the
 # mark "solo" has tests/run.sh run them after the others, alone on the
