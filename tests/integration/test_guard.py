@@ -24,12 +24,14 @@ kernel defaults, per-run namespace names.
 """
 import json
 
-from nfinv import (CLI4, DUT4_IN, SRV4, assert_intact, counters,  # noqa: F401
+import pytest
+
+from nfinv import (DUT4_IN, SRV4, SRV6, assert_intact, counters,  # noqa: F401
                    nets, router)
 from nfload import Daemon
 from nfsl.rig import describe, poll
 
-X2 = "10.77.3.2"
+X2, X2_6 = "10.77.3.2", "fd00:77:3::2"
 MARK_TABLE = 100
 SIZE, COUNT = 1000, 20  # sliced: above the 256 B threshold
 
@@ -46,21 +48,25 @@ def guarded(st):
 
 
 def mark_route_via_x2(net, dev="dut2"):
-    """Datagrams to SRV4 port 7100.. get a mark at prerouting, and marked
-    traffic is routed to x2 (which holds SRV4 as its own address, so it
-    receives them): the slicer's FIB lookup, without the mark, says dut1."""
+    """Datagrams to SRV4 / SRV6 port 7100.. get a mark at prerouting, and
+    marked traffic is routed to x2 (which holds SRV4 and SRV6 as its own
+    addresses, so it receives them): the slicer's FIB lookup, without the
+    mark, says dut1."""
     net.nft("dut", """
-table ip nfiv_mark {
+table inet nfiv_mark {
     chain prerouting {
         type filter hook prerouting priority mangle; policy accept;
         udp dport 7100-7199 meta mark set 0x42
     }
 }
 """)
-    net.ip("dut", "rule", "add", "fwmark", "0x42", "table", MARK_TABLE)
-    net.ip("dut", "route", "add", f"{SRV4}/32", "via", X2, "dev", dev,
-           "table", MARK_TABLE)
-    net.ip("x2", "addr", "add", f"{SRV4}/32", "dev", "lo")
+    for fam, host, via, plen in (("-4", SRV4, X2, 32),
+                                 ("-6", SRV6, X2_6, 128)):
+        net.ip("dut", fam, "rule", "add", "fwmark", "0x42", "table",
+               MARK_TABLE)
+        net.ip("dut", fam, "route", "add", f"{host}/{plen}", "via", via,
+               "dev", dev, "table", MARK_TABLE)
+        net.ip("x2", fam, "addr", "add", f"{host}/{plen}", "dev", "lo")
 
 
 def events(net, name, n):
@@ -71,13 +77,13 @@ def events(net, name, n):
     return [json.loads(ln) for ln in cp.stdout.splitlines() if ln]
 
 
-def assert_escaped(net, name, port, dev, first=0):
-    """COUNT sliced datagrams cli -> SRV4:PORT, marked to x2 through DEV:
+def assert_escaped(net, name, port, dev, host=SRV4):
+    """COUNT sliced datagrams cli -> HOST:PORT, marked to x2 through DEV:
     x2 gets nothing (no truncated header), each is dropped by DEV's guard,
     counted and reported."""
     before = net.stats(name)
     rx = net.receiver("x2", port, COUNT, SIZE, 7, idle=1.5)
-    sent = net.send("cli", SRV4, port, COUNT, SIZE, 7, "--first", first)
+    sent = net.send("cli", host, port, COUNT, SIZE, 7)
     assert sent["sent"] == COUNT, sent
     res = net.result(rx)
     assert (res["truncated"], res["intact"]) == (0, 0), \
@@ -87,10 +93,11 @@ def assert_escaped(net, name, port, dev, first=0):
     assert got == {"sliced": COUNT, "escaped_dropped": COUNT}, st
     ev = events(net, name, COUNT)
     assert [(e["reason"], e["ifname"], e["dst"], e["dport"]) for e in ev] == \
-        [("escaped_dropped", dev, SRV4, port)] * COUNT, ev
+        [("escaped_dropped", dev, host, port)] * COUNT, ev
 
 
-def test_guard_stops_header_policy_routed_by_mark(nets):
+@pytest.mark.parametrize("host", [SRV4, SRV6])
+def test_guard_stops_header_policy_routed_by_mark(nets, host):
     """A mark set at prerouting routes sliced headers out of dut2, which
     is not the domain's: dut2's guard drops all 20 (escaped_dropped 20, 20
     events), x2 receives no truncated datagram. Today x2 gets 20
@@ -99,7 +106,7 @@ def test_guard_stops_header_policy_routed_by_mark(nets):
     mark_route_via_x2(net)
     net.attach("dut0", "dut1", "--events", name="gm")
     assert guarded(status(net, "gm"))["dut2"] > 0
-    assert_escaped(net, "gm", 7100, "dut2")
+    assert_escaped(net, "gm", 7100, "dut2", host)
 
 
 def test_guard_stops_local_delivery_after_dnat(nets):
@@ -142,10 +149,11 @@ def new_link(net):
     with the link on dut9); the mark routes there."""
     net.add_ns("x2")
     net.veth("dut", "dut9", "x2", "x20")
-    net.addr("dut", "dut9", "10.77.3.1")
-    net.addr("x2", "x20", X2)
+    net.addr("dut", "dut9", "10.77.3.1", "fd00:77:3::1")
+    net.addr("x2", "x20", X2, X2_6)
     net.ip("x2", "route", "add", "default", "via", "10.77.3.1")
-    net.ping("dut", X2)
+    net.ip("x2", "-6", "route", "add", "default", "via", "fd00:77:3::1")
+    net.ping("dut", X2, X2_6)
     mark_route_via_x2(net, "dut9")
 
 
