@@ -226,3 +226,28 @@ def test_guards_shown_pass_unsliced_and_go_with_detach(nets):
     for i in ids:
         cp = bpftool_link(net, i)
         assert cp.returncode != 0, f"link {i} left after detach: {cp.stdout}"
+
+
+def test_guard_l3_on_tun(nets):
+    """A device without an Ethernet header (a tun; this kernel has no ipip,
+    gre or wireguard modules) gets the L3 guard: headers marked into it
+    are dropped at its egress (escaped_dropped 20, 20 events on tun9)."""
+    net = nets(router, "gt", 1)
+    net.sh("dut", "ip", "tuntap", "add", "dev", "tun9", "mode", "tun")
+    net.ip("dut", "link", "set", "tun9", "up")
+    net.nft("dut", """
+table inet nfiv_mark {
+    chain prerouting {
+        type filter hook prerouting priority mangle; policy accept;
+        udp dport 7100-7199 meta mark set 0x42
+    }
+}
+""")
+    net.ip("dut", "rule", "add", "fwmark", "0x42", "table", MARK_TABLE)
+    net.ip("dut", "route", "add", f"{SRV4}/32", "dev", "tun9", "table",
+           MARK_TABLE)
+    net.attach("dut0", "dut1", "--events", name="gt")
+    kinds = {g["name"]: (g["kind"], g["link_id"] > 0)
+             for g in status(net, "gt")["guards"]["interfaces"]}
+    assert kinds["tun9"] == ("l3", True), kinds
+    assert_escaped(net, "gt", 7103, "tun9")
