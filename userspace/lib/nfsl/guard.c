@@ -330,10 +330,9 @@ int nfsl_guard_sync(const char *dir, const struct nfsl_config *cfg, bool quiet)
 		}
 		k = nfsl_guard_kind(i->if_index);
 		if (k == NFSL_GUARD_NONE) {
-			if (!quiet)
-				fprintf(stderr, "nfslice: note: no guard on %s: its link type is "
-					"neither Ethernet nor IP (docs/design.md \"Where a packet "
-					"is sliced\")\n", i->if_name);
+			fprintf(stderr, "nfslice: note: no guard on %s: its link type is "
+				"neither Ethernet nor IP (docs/design.md \"Where a packet "
+				"is sliced\")\n", i->if_name);
 			continue;
 		}
 		err = link_pin(bpf_link_create(prog[k], i->if_index, NFSL_ATTACH_TCX_EGRESS,

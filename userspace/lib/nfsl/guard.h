@@ -67,7 +67,7 @@ int nfsl_guard_load(const char *dir, __u32 slots);
  * @cfg) in line with the interfaces the calling thread's network
  * namespace has now: a guard linked on the egress of each interface that
  * is neither in @cfg nor guarded yet (an Ethernet or L3 one by its link
- * type; none for other link types, said once on stderr unless @quiet), the
+ * type; none for other link types, said on stderr), the
  * guards of interfaces gone or now in @cfg unpinned, the netfilter guards
  * linked if missing. Each guard added is printed unless @quiet. Returns
  * how many links were added or removed, or -errno (printed).
