@@ -161,6 +161,13 @@ def summarize(trials, threshold_ms=THRESHOLD_MS, archs=ARCHS):
                                 default=None),
                 "steal_ms_median": B.median([r["steal_ms"] for r in xs])}
         L["corr_steal_loss"] = _corr([r["steal_ms"] for r in rs], [r["loss_frac"] for r in rs])
+        # the other thief on a shared VM: other work on the NF's CPU
+        L["corr_other_loss"] = _corr([r["other_frac"] for r in rs],
+                                     [r["loss_frac"] for r in rs])
+        lossy = [r for r in rs if r["loss_frac"] is not None and not N.passes(r["loss_frac"])]
+        L["other_median"] = {"lossy": B.median([r["other_frac"] for r in lossy]),
+                             "loss_free": B.median([r["other_frac"] for r in rs
+                                                    if r not in lossy])}
         out["loads"].append(L)
         out["claims"] += claims(L, threshold_ms, a, b)
     return out
@@ -169,9 +176,10 @@ def summarize(trials, threshold_ms=THRESHOLD_MS, archs=ARCHS):
 def claims(L, thr, a, b):
     """What one load's numbers say: the CPU ratio holds on this VM when
     every pair lies on one side of 1 and there are SIGN_PAIRS pairs or more
-    (a sign test, p <= 0.031; with fewer it reads "holds?"); loss that
-    comes mostly with steal >= THR says the loss-free rate needs dedicated
-    cores to be measured."""
+    (a sign test, p <= 0.031; with fewer it reads "holds?"). Any trial
+    that lost >= 0.1% at a load under the loss knee says the loss-free
+    rate needs dedicated cores; the claim says whether the loss followed
+    steal (a larger lossy share at steal >= THR and r >= 0.3) or not."""
     mpps = L["load_pps"] / 1e6
     out = []
     for k, what in (("nf", "nfslice-nf CPU"), ("total", "nfslice-nf + softirq CPU")):
@@ -193,14 +201,22 @@ def claims(L, thr, a, b):
         out.append(f"loss at {mpps:.3f} Mpps: no trial lost >= 0.1% ({lo['trials']} "
                    f"with steal < {thr:g} ms, {hi['trials']} with more)")
     else:
-        share = hi["lossy"] / lossy
+        frac = (lambda g: g["lossy"] / g["trials"] if g["trials"] else 0)
+        r, om = L["corr_steal_loss"], L["other_median"]
+        follows = frac(hi) > frac(lo) and r is not None and r >= 0.3
         out.append(f"loss at {mpps:.3f} Mpps: {lossy} of {lo['trials'] + hi['trials']} "
-                   f"trials lost >= 0.1%, {hi['lossy']} of them with steal >= {thr:g} ms "
-                   f"(of {hi['trials']} such trials) and {lo['lossy']} below (of "
-                   f"{lo['trials']}): "
-                   + ("loss comes with steal: a loss-free rate needs dedicated cores"
-                      if share > 0.5 else "loss is not explained by steal alone"))
+                   f"trials lost >= 0.1%: {hi['lossy']} of {hi['trials']} with steal >= "
+                   f"{thr:g} ms, {lo['lossy']} of {lo['trials']} below, r(steal, loss) "
+                   f"{N.fmt(r, '{:.2f}')}; other work on the NF's CPU (median) "
+                   f"{_f(_pct(om['lossy']))}% in the lossy trials, "
+                   f"{_f(_pct(om['loss_free']))}% in the others: "
+                   + ("loss follows steal" if follows else "loss does not follow steal")
+                   + "; a loss-free rate needs dedicated cores")
     return out
+
+
+def _pct(x):
+    return 100 * x if x is not None else None
 
 
 def _f(x, spec="{:.0f}"):
@@ -241,14 +257,15 @@ def print_steal(S):
     thr = S["threshold_ms"]
     B.print_table(f"Loss against steal (threshold {thr:g} ms per trial; lossy: loss >= 0.1%)",
                   ["load Mpps", "steal", "trials", "lossy", "loss median %", "loss max %",
-                   "steal median ms", "r(steal, loss)"],
+                   "steal median ms", "r(steal, loss)", "r(other, loss)"],
                   [[f"{L['load_pps'] / 1e6:.3f}", f"{'<' if k == 'below' else '>='} {thr:g} ms",
                     s["trials"], s["lossy"],
                     _f(100 * s["loss_median"] if s["loss_median"] is not None else None,
                        "{:.3f}"),
                     _f(100 * s["loss_max"] if s["loss_max"] is not None else None, "{:.3f}"),
                     _f(s["steal_ms_median"], "{:.1f}"),
-                    _f(L["corr_steal_loss"], "{:.2f}") if k == "below" else ""]
+                    _f(L["corr_steal_loss"], "{:.2f}") if k == "below" else "",
+                    _f(L["corr_other_loss"], "{:.2f}") if k == "below" else ""]
                    for L in S["loads"] for k, s in L["steal"].items()])
     print("\nsteal claims:")
     for c in S["claims"]:
