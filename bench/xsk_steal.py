@@ -138,7 +138,10 @@ def summarize(trials, threshold_ms=THRESHOLD_MS, archs=ARCHS):
                 if got else None,
                 "nf_ns_pooled": sum(r["nf_total_ns"] or 0 for r in xs) / got
                 if got else None,
-                "total_ns": _spread([r["total_ns"] for r in xs])}
+                "total_ns": _spread([r["total_ns"] for r in xs]),
+                "lossy": sum(1 for r in xs if r["loss_frac"] is not None
+                             and not N.passes(r["loss_frac"])),
+                "loss_median": B.median([r["loss_frac"] for r in xs])}
         for rep in sorted({r["rep"] for r in rs}):
             ra = next((r for r in rs if r["rep"] == rep and r["arch"] == a), None)
             rb = next((r for r in rs if r["rep"] == rep and r["arch"] == b), None)
@@ -249,11 +252,13 @@ def print_steal(S):
                          f"{_f(x['nf_ns']['median'])} [{_f(x['nf_ns']['min'])}.."
                          f"{_f(x['nf_ns']['max'])}]", _f(x["softirq_ns_pooled"]),
                          f"{_f(x['total_ns']['median'])} [{_f(x['total_ns']['min'])}.."
-                         f"{_f(x['total_ns']['max'])}]"])
+                         f"{_f(x['total_ns']['max'])}]", f"{x['lossy']}/{x['trials']}",
+                         _f(_pct(x["loss_median"]), "{:.3f}")])
     B.print_table("CPU ns per packet at a fixed load (median [min..max] of the trials; "
-                  "softirq pooled: sum of its time over sum of packets)",
+                  "softirq pooled: sum of its time over sum of packets); trials that lost "
+                  ">= 0.1%",
                   ["load Mpps", "arch", "trials", "nf ns", "softirq ns pooled",
-                   "total ns"], rows)
+                   "total ns", "lossy", "loss median %"], rows)
     thr = S["threshold_ms"]
     B.print_table(f"Loss against steal (threshold {thr:g} ms per trial; lossy: loss >= 0.1%)",
                   ["load Mpps", "steal", "trials", "lossy", "loss median %", "loss max %",

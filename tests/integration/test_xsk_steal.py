@@ -112,6 +112,8 @@ def test_summary_pairs_the_reps_and_splits_at_the_threshold():
     assert L["ratio_total"]["min"] == 1.2 and L["ratio_total"]["max"] == 1.4
     assert L["arch"]["privring"]["nf_ns"]["median"] == 800
     assert L["arch"]["privring"]["softirq_ns_pooled"] == 200
+    assert L["arch"]["privring"]["lossy"] == 1 and L["arch"]["rxbisect"]["lossy"] == 0
+    assert L["arch"]["privring"]["loss_median"] == 0.005
     assert L["steal"]["below"] == {"trials": 3, "lossy": 0, "loss_median": 0,
                                    "loss_max": 0, "steal_ms_median": 4}
     assert L["steal"]["above"]["trials"] == 1 and L["steal"]["above"]["lossy"] == 1
@@ -178,6 +180,9 @@ def test_printed_per_trial_table(capsys):
                                     "1000", "1.000", "40.0", "5", "800", "1600", "200", "1000"]
     assert "  loss at 0.100 Mpps: 1 of 4 trials lost >= 0.1%: 1 of 1" in out
     assert ">= 10 ms" in out
+    row = next(x for x in lines if x.split()[:2] == ["0.100", "privring"])
+    assert row.split() == ["0.100", "privring", "2", "800", "[800..800]", "200", "1000",
+                           "[1000..1000]", "1/2", "0.500"]
 
 
 @pytest.mark.parametrize("args, msg", [
