@@ -302,6 +302,21 @@ def open_session(rig, a, path, arch, nf, key, trials, problems, sessions,
     return n, rec, Session(rig, a, n, key, trials, problems)
 
 
+def rxdrop_session(rig, a, part, path, arch, trials, problems, sessions, extra=(),
+                   **fields):
+    """A session of the parts that run 1514 B rxdrop unsliced with 64 flows
+    (slow, traffic, stall, steal): its key is PART, PATH, ARCH, those and
+    FIELDS; EXTRA are nfslice-nf options. (n, session record, Session), or
+    None when nfslice-nf did not start (open_session recorded why)."""
+    key = {"part": part, "path": path, "arch": arch, "nf": "rxdrop", "size": 1514,
+           "sliced": False, "flows": 64, "workers": workers_for(a, path, arch), **fields}
+    try:
+        return open_session(rig, a, path, arch, "rxdrop", key, trials, problems,
+                            sessions, extra=extra)
+    except NFError:
+        return None
+
+
 def close_session(n, rec, problems):
     st = n.stop()
     rec.update(returncode=st["returncode"], reports=st["reports"],
@@ -477,17 +492,13 @@ def slow_part(rig, a, trials, problems, sessions, ndr):
         rate = var_rate(a, path, ndr)
         for arch in archs_for(a, path, need_workers=True):
             for us in a.slow_us:
-                key = {"part": "slow", "path": path, "arch": arch, "nf": "rxdrop",
-                       "size": 1514, "sliced": False, "flows": 64, "slow_us": us,
-                       "workers": workers_for(a, path, arch)}
                 log(f"slow: {path} {arch} worker 0 +{us} us per burst, "
                     f"{rate / 1e6:.3f} Mpps")
-                try:
-                    n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                              problems, sessions,
-                                              extra=["--slow", f"0:{us}"] if us else [])
-                except NFError:
+                got = rxdrop_session(rig, a, "slow", path, arch, trials, problems, sessions,
+                                     extra=["--slow", f"0:{us}"] if us else [], slow_us=us)
+                if got is None:
                     continue
+                n, srec, s = got
                 try:
                     for _ in range(2):
                         s.trial("slow", [("load", rig.pktgen_cmd(path, 1514, rate, a.trial))],
@@ -502,16 +513,13 @@ def traffic_part(rig, a, trials, problems, sessions, ndr):
         ad = ADDR[path]
         tport = port_for_worker(ad["src"], ad["dst"], a.workers if path == "4q" else a.workers, 0)
         for arch in archs_for(a, path, need_workers=True):
-            key = {"part": "traffic", "path": path, "arch": arch, "nf": "rxdrop",
-                   "size": 1514, "sliced": False, "flows": 64,
-                   "workers": workers_for(a, path, arch), "target_port": tport}
             log(f"traffic: {path} {arch}, {rate / 1e6:.3f} Mpps, worker-0 flow "
                 f"shares {a.shares}")
-            try:
-                n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                          problems, sessions)
-            except NFError:
+            got = rxdrop_session(rig, a, "traffic", path, arch, trials, problems, sessions,
+                                 target_port=tport)
+            if got is None:
                 continue
+            n, srec, s = got
             try:
                 for share in a.shares:
                     gens = []
@@ -531,18 +539,14 @@ def stall_part(rig, a, trials, problems, sessions, ndr):
     for path in a.paths:
         rate = var_rate(a, path, ndr)
         for arch in archs_for(a, path, need_workers=True):
-            key = {"part": "stall", "path": path, "arch": arch, "nf": "rxdrop",
-                   "size": 1514, "sliced": False, "flows": 64,
-                   "workers": workers_for(a, path, arch),
-                   "stall": f"0:{STALL[0]}:{STALL[1]}"}
             log(f"stall: {path} {arch}, worker 0 stalls from {STALL[0]} ms, "
                 f"{rate / 1e6:.3f} Mpps")
-            try:
-                n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                          problems, sessions,
-                                          extra=["--stall", f"0:{STALL[0]}:{STALL[1]}"])
-            except NFError:
+            stall = f"0:{STALL[0]}:{STALL[1]}"
+            got = rxdrop_session(rig, a, "stall", path, arch, trials, problems, sessions,
+                                 extra=["--stall", stall], stall=stall)
+            if got is None:
                 continue
+            n, srec, s = got
             try:
                 # up to two unstalled trials that close before the stall
                 # begins (a slow start of the generator can push a trial
@@ -586,17 +590,13 @@ def steal_part(rig, a, trials, problems, sessions):
     """privring and rxbisect alternating (xsk_steal.order), one session
     per block, one trial per load; every trial records its CPUs' steal."""
     path, span = "1q", a.steal_trial > REPORT_S
-    blocks = xsk_steal.order([x for x in xsk_steal.ARCHS], a.steal_reps, a.steal_loads)
+    blocks = xsk_steal.order(xsk_steal.ARCHS, a.steal_reps, a.steal_loads)
     for i, (rep, arch, loads) in enumerate(blocks):
-        key = {"part": "steal", "rep": rep, "path": path, "arch": arch, "nf": "rxdrop",
-               "size": 1514, "sliced": False, "flows": 64,
-               "workers": workers_for(a, path, arch)}
         log(f"steal {i + 1}/{len(blocks)}: {arch}, loads {[x / 1e6 for x in loads]} Mpps")
-        try:
-            n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                      problems, sessions)
-        except NFError:
+        got = rxdrop_session(rig, a, "steal", path, arch, trials, problems, sessions, rep=rep)
+        if got is None:
             continue
+        n, srec, s = got
         try:
             for load in loads:
                 r = s.trial(xsk_steal.KIND, [("load", rig.pktgen_cmd(path, 1514, load,

@@ -5,23 +5,13 @@ per-trial row, the summary's pair ratios, steal split and claims, the
 printed table, and exp_xsk.py's usage errors for the part's options.
 Canned inputs only: no rig, no BPF, about a second.
 """
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
 from nfsl import cpustat
-from nfsl.rig import ROOT
-
-
-def bench_module(name):
-    """bench/NAME.py as a module (bench is no package; no sys.path edit)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
+from nfsl.rig import ROOT, bench_module
 
 xs = bench_module("xsk_steal")
 T = cpustat.NS_PER_TICK
