@@ -5,6 +5,8 @@ per-trial row, the summary's pair ratios, steal split and claims, the
 printed table, and exp_xsk.py's usage errors for the part's options.
 Canned inputs only: no rig, no BPF, about a second.
 """
+import csv
+import json
 import subprocess
 import sys
 
@@ -185,3 +187,27 @@ def test_exp_xsk_steal_usage_errors(args, msg):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r
     assert msg in r.stderr
+
+
+def test_exp_xsk_from_json_prints_the_steal_tables(tmp_path):
+    """exp_xsk.py --from-json on canned steal trials: the report wires
+    xsk_steal in (per-trial table, per-load summary, claims) and writes
+    the CSV with the trial's rep, load and steal."""
+    res = {"config": {"bisect": 5, "archs": list(xs.ARCHS), "steal_threshold_ms": 10.0,
+                      "parts": ["steal"]},
+           "trials": [dict(t, part="steal", path="1q", nf="rxdrop", size=1514, sliced=False,
+                           flows=64, workers=1) for t in CANNED[:4]],
+           "sessions": []}
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps(res))
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "exp_xsk.py"), "--from-json",
+                        str(src), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "AF_XDP under steal: per trial" in r.stdout
+    assert ("  nfslice-nf CPU per packet rxbisect/privring at 0.100 Mpps: 1.38 [1.25..1.50] "
+            "over 2 pairs") in r.stdout
+    rows = list(csv.DictReader(open(tmp_path / "out" / "xsk.csv")))
+    assert [(x["rep"], x["arch"], x["load_pps"], x["steal_ms"]) for x in rows] == [
+        ("0", "privring", "100000", "2.0"), ("0", "rxbisect", "100000", "4.0"),
+        ("1", "privring", "100000", "40.0"), ("1", "rxbisect", "100000", "6.0")]
