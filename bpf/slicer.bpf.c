@@ -351,12 +351,19 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 	void *data_end = (void *)(long)ctx->data_end;
 	void *l3 = data + p->l3off, *l4 = data + p->l4off;
 	__u32 l3len = tok_off + NFSL_TOKEN_LEN - p->l3off;
+	struct nfsl_token *t = data + (tok_off & 0x3fff); /* the verifier's bound */
 
 	if (l3 + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) > data_end ||
 	    l4 + sizeof(struct tcphdr) > data_end)
 		return -1;
 	nfsl_ip_rewrite(l3, p->v6, NFSL_DSCP_SLICED, l3len);
 	nfsl_l4_rewrite(l4, p->proto, l3len - (p->l4off - p->l3off), csum);
+	/* Written in place where it lies in the frame's linear part (every
+	 * single-buffer frame): a helper call saved, ~20 ns here. */
+	if (tok_off <= 0x3fff && (void *)(t + 1) <= data_end) {
+		__builtin_memcpy(t, tok, sizeof(*tok));
+		return 0;
+	}
 	return bpf_xdp_store_bytes(ctx, tok_off, tok, sizeof(*tok));
 }
 
