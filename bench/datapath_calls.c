@@ -13,11 +13,14 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/tcp.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "datapath.h"
+#include "nfsl_csum.h"
 #include "nfsl_token.h"
 #include "bpf/calls_kinds.h"
 
@@ -61,6 +64,59 @@ static void print_row(const char *path, const struct bcase *c, const __u64 *call
 	printf("\n");
 }
 
+/* @c's TCP frame with the options a Linux segment carries (NOP, NOP,
+ * timestamps: 12 B) after the fixed header, its payload 12 B shorter,
+ * the checksum valid; into @f. Returns the payload's offset. */
+static unsigned int with_timestamps(const struct bcase *c, __u8 *f)
+{
+	static const __u8 opts[12] = { 1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2 };
+	unsigned int l4 = ETH_HLEN + (c->v6 ? 40 : 20), l4len = c->size - l4;
+	struct tcphdr *tcp = (struct tcphdr *)(f + l4);
+	__u32 s;
+
+	memcpy(f, c->pkt, c->size);
+	memcpy(f + l4 + sizeof(*tcp), opts, sizeof(opts));
+	tcp->doff = (sizeof(*tcp) + sizeof(opts)) / 4;
+	tcp->check = 0;
+	/* pseudo header: the addresses, the protocol, the L4 length */
+	s = c->v6 ? nfsl_csum_bytes(f + ETH_HLEN + 8, 32, 0) : nfsl_csum_bytes(f + ETH_HLEN + 12, 8, 0);
+	s = nfsl_csum_add(s, htons(IPPROTO_TCP));
+	s = nfsl_csum_add(s, htons(l4len));
+	tcp->check = ~nfsl_csum_fold(nfsl_csum_bytes(tcp, l4len, s));
+	return l4 + sizeof(*tcp) + sizeof(opts);
+}
+
+/* Slice @in (@len bytes, payload at @payoff) with the counting slicer,
+ * splice the result back with the counting splicer, and print both rows
+ * (@sname, @pname). 0, or -1 when either did not do its work. */
+static int count_pair(struct bench *b, struct bcase *c, struct slicer_calls_bpf *sl,
+		      struct splicer_calls_bpf *sp, const __u8 *in, unsigned int len,
+		      unsigned int payoff, const char *sname, const char *pname)
+{
+	static __u8 sliced[PKT_BUF];
+	unsigned int slen, olen;
+	__u32 ret;
+
+	if (count_run(b, HOOK_XDP, bpf_program__fd(sl->progs.nfsl_slicer), sl->bss->nfsl_calls,
+		      in, len, &slen, &ret))
+		return -1;
+	if (ret != XDP_PASS || slen != payoff + NFSL_TOKEN_LEN) {
+		pr_err("the counting slicer did not slice the %u B frame (%s)", len, sname);
+		return -1;
+	}
+	print_row(sname, c, sl->bss->nfsl_calls);
+	memcpy(sliced, b->out, slen);
+	if (count_run(b, HOOK_TC, bpf_program__fd(sp->progs.nfsl_splicer), sp->bss->nfsl_calls,
+		      sliced, slen, &olen, &ret))
+		return -1;
+	if (ret != (__u32)TC_ACT_UNSPEC || olen != len || memcmp(b->out, in, len)) {
+		pr_err("the counting splicer did not splice the %u B frame (%s)", len, pname);
+		return -1;
+	}
+	print_row(pname, c, sp->bss->nfsl_calls);
+	return 0;
+}
+
 /* Open and load the counting slicer and splicer on @b's domain maps. */
 static int load_counting(struct bench *b, struct slicer_calls_bpf **sl, struct splicer_calls_bpf **sp)
 {
@@ -87,14 +143,13 @@ int dp_calls(struct bench *b)
 {
 	struct slicer_calls_bpf *sl = NULL;
 	struct splicer_calls_bpf *sp = NULL;
-	static __u8 sliced[PKT_BUF], foreign[PKT_BUF];
-	unsigned int len, slen;
-	int err = -1, fsl, fsp;
+	static __u8 foreign[PKT_BUF];
+	unsigned int len;
+	int err = -1, fsp;
 	__u32 ret;
 
 	if (load_counting(b, &sl, &sp))
 		goto out;
-	fsl = bpf_program__fd(sl->progs.nfsl_slicer);
 	fsp = bpf_program__fd(sp->progs.nfsl_splicer);
 	printf("%-15s %5s %-4s", "path", "bytes", "l4");
 	for (int k = 0; k < NFSL_CALL_NR; k++)
@@ -104,24 +159,13 @@ int dp_calls(struct bench *b)
 		struct bcase *c = &b->cases[i];
 
 		if (c->sliced) {
-			if (count_run(b, HOOK_XDP, fsl, sl->bss->nfsl_calls, c->pkt, c->size,
-				      &slen, &ret))
+			if (count_pair(b, c, sl, sp, c->pkt, c->size, c->payoff, "slicer",
+				       "splicer"))
 				goto out;
-			if (ret != XDP_PASS || slen != c->payoff + NFSL_TOKEN_LEN) {
-				pr_err("the counting slicer did not slice the %u B frame", c->size);
+			if (c->proto == IPPROTO_TCP &&
+			    count_pair(b, c, sl, sp, foreign, c->size, with_timestamps(c, foreign),
+				       "slicer+ts", "splicer+ts"))
 				goto out;
-			}
-			print_row("slicer", c, sl->bss->nfsl_calls);
-			memcpy(sliced, b->out, slen);
-			if (count_run(b, HOOK_TC, fsp, sp->bss->nfsl_calls, sliced, slen, &len,
-				      &ret))
-				goto out;
-			if (ret != (__u32)TC_ACT_UNSPEC || len != c->size ||
-			    memcmp(b->out, c->pkt, len)) {
-				pr_err("the counting splicer did not splice the %u B frame", c->size);
-				goto out;
-			}
-			print_row("splicer", c, sp->bss->nfsl_calls);
 		}
 		/* Not ours: a trailer whose slot word names a parked length
 		 * no slice has (0), so that no pre-check lets it through. */

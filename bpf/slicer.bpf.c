@@ -304,8 +304,9 @@ static __always_inline bool nfsl_partial(__u32 pseudo, __u32 hk, __u32 l4len,
 /*
  * Sum of the L4 header as received (checksum field included) and of the
  * kept payload bytes, and the received checksum. The fixed header is summed
- * in registers from the packet; TCP options and kept bytes, when there are
- * any, go through the scratch map to bpf_csum_diff.
+ * in registers from the packet, and so are TCP options and kept bytes up
+ * to 40 B in whole words; more, or a part word, go through the scratch
+ * map to bpf_csum_diff.
  */
 static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 				       const struct nfsl_pkt *p, __u32 hk_len,
@@ -333,6 +334,27 @@ static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 	rest = hk_len - fixed;
 	if (!rest)
 		return 0;
+	/* Whole words up to the largest TCP options (timestamps: 12 B; or
+	 * a keep of a few words) are summed in place, in registers: two
+	 * helper calls saved, the load into the scratch map and
+	 * bpf_csum_diff (~20 ns each here). */
+	if (!(rest & 3) && rest <= NFSL_L4HDR_MAX - sizeof(struct tcphdr)) {
+		__u8 *o = l4 + fixed;
+		__u64 s = *sum;
+
+		NFSL_UNROLL
+		for (int i = 0; i < (NFSL_L4HDR_MAX - sizeof(struct tcphdr)) / 4; i++) {
+			if (4 * i >= rest)
+				break;
+			if (o + 4 * i + 4 > (__u8 *)data_end)
+				return -1;
+			s += nfsl_load32(o + 4 * i);
+		}
+		s = (s & 0xffffffff) + (s >> 32);
+		s = (s & 0xffffffff) + (s >> 32);
+		*sum = (__u32)s;
+		return 0;
+	}
 	sc = nfsl_get_scratch();
 	if (!sc || rest > sizeof(sc->l4) ||
 	    bpf_xdp_load_bytes(ctx, p->l4off + fixed, sc->l4, rest))

@@ -42,6 +42,10 @@ def test_calls_per_packet():
         want[("splicer", 1514, l4)] = SPLICER
         for size in (64, 1514):
             want[("splicer-foreign", size, l4)] = FOREIGN
+    # TCP with timestamps (12 B of options): summed in place, no load of
+    # them and no bpf_csum_diff
+    want[("slicer+ts", 1514, "tcp")] = SLICER
+    want[("splicer+ts", 1514, "tcp")] = SPLICER
     assert set(rows) == set(want)
     for key, w in want.items():
         assert rows[key] == {k: w.get(k, 0) for k in kinds}, key
