@@ -188,6 +188,7 @@ struct opts {
 	const char *json;
 	const char *csv;
 	bool quiet;
+	bool calls; /* --calls: count the calls per packet, no timing */
 };
 
 /* One packet under test: a size and a protocol. */
@@ -272,6 +273,12 @@ int dp_read_counters(struct bench *b, struct nfsl_counters *sum);
 void dp_release_all(struct bench *b);
 int dp_reset_alloc(struct bench *b);
 int dp_flush_store(struct bench *b);
+struct bpf_map;
+int dp_reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
+		  struct bpf_map *cursor, struct slicer_bpf *sl);
+
+/* datapath_calls.c: the calls per packet, by kind (--calls). 0 or -1. */
+int dp_calls(struct bench *b);
 
 /* datapath_cases.c */
 int dp_setup_cases(struct bench *b);

@@ -146,6 +146,10 @@ int main(int argc, char **argv)
 	}
 	if (dp_setup_cases(&b))
 		goto out;
+	if (b.o.calls) {
+		ret = dp_calls(&b) ? 1 : 0;
+		goto out;
+	}
 	if (dp_read_counters(&b, &b.cnt0))
 		goto out;
 	if (dp_run_all(&b))

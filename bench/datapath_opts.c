@@ -136,6 +136,7 @@ static const struct option long_opts[] = {
 	{"json", required_argument, NULL, 'j'},
 	{"csv", required_argument, NULL, 'C'},
 	{"quiet", no_argument, NULL, 'q'},
+	{"calls", no_argument, NULL, 'K'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -187,6 +188,9 @@ static void usage(FILE *f)
 		"  -j, --json FILE      write all results as JSON\n"
 		"  -C, --csv FILE       write all results as CSV\n"
 		"  -q, --quiet          no progress on stderr\n"
+		"  -K, --calls          no timing: count the calls out of the slicer and the\n"
+		"                       splicer for one packet of each case, by kind\n"
+		"                       (counting builds, bench/bpf/calls.h)\n"
 		"  -h, --help           this text\n",
 		NFSL_MAX_IFACES);
 }
@@ -211,7 +215,7 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 	for (c = 0; c < B_NR; c++)
 		o->sel[c] = true;
 
-	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:I:6P:c:j:C:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:I:6P:c:j:C:qKh", long_opts, NULL)) != -1) {
 		unsigned int v;
 
 		switch (c) {
@@ -281,6 +285,9 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case 'q':
 			o->quiet = true;
+			break;
+		case 'K':
+			o->calls = true;
 			break;
 		case 'h':
 			usage(stdout);
