@@ -10,13 +10,13 @@
 #include "nfsl/route.h"
 
 /* Map the domain's route generation; *@fd_out to close with the unmap. */
-static __u64 *gen_map(const struct nfsl_domain *d, int *fd_out)
+static __u64 *gen_map(const char *dir, int *fd_out)
 {
 	char path[PATH_MAX + 32];
 	__u64 *g;
 	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%s", d->dir, NFSL_PIN_ROUTE_GEN);
+	snprintf(path, sizeof(path), "%s/%s", dir, NFSL_PIN_ROUTE_GEN);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return errno = errno ? errno : ENOENT, NULL;
@@ -43,8 +43,13 @@ static void gen_unmap(__u64 *g, int fd)
 
 int nfsl_route_gen_bump(const struct nfsl_domain *d, __u64 *gen)
 {
+	return nfsl_route_gen_bump_at(d->dir, gen);
+}
+
+int nfsl_route_gen_bump_at(const char *dir, __u64 *gen)
+{
 	int fd;
-	__u64 *g = gen_map(d, &fd), v;
+	__u64 *g = gen_map(dir, &fd), v;
 
 	if (!g)
 		return -errno;
@@ -58,7 +63,7 @@ int nfsl_route_gen_bump(const struct nfsl_domain *d, __u64 *gen)
 int nfsl_route_gen_read(const struct nfsl_domain *d, __u64 *gen)
 {
 	int fd;
-	__u64 *g = gen_map(d, &fd);
+	__u64 *g = gen_map(d->dir, &fd);
 
 	if (!g)
 		return -errno;

@@ -27,6 +27,10 @@
  */
 int nfsl_route_gen_bump(const struct nfsl_domain *d, __u64 *gen);
 
+/* The same for the domain whose pins are in directory @dir (attach, before
+ * the domain can be opened). */
+int nfsl_route_gen_bump_at(const char *dir, __u64 *gen);
+
 /* nfsl_route_gen_read - the domain @d's route generation into *@gen.
  * Returns 0 or the errors of nfsl_route_gen_bump. */
 int nfsl_route_gen_read(const struct nfsl_domain *d, __u64 *gen);
