@@ -512,6 +512,7 @@ int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
 	cfg->part_slots = slots / ncpus;
 	cfg->slots = cfg->part_slots * ncpus;
 	cfg->expiry = expiry;
+	cfg->route_cache_us = NFSL_DEF_ROUTE_CACHE_MS * 1000;
 	if (getrandom(cfg->key, sizeof(cfg->key), 0) != sizeof(cfg->key))
 		return errno ? -errno : -EIO;
 	return 0;

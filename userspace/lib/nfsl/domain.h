@@ -185,7 +185,8 @@ int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum);
 /*
  * nfsl_config_init - a domain configuration as attach writes it: @slots
  * split evenly into @ncpus per-CPU partitions (rounded down to a multiple
- * of @ncpus), a fresh random SipHash key, no interfaces yet. Returns 0,
+ * of @ncpus), a fresh random SipHash key, no interfaces yet, the route
+ * verdict cache on with its default age (NFSL_DEF_ROUTE_CACHE_MS). Returns 0,
  * -EINVAL when @ncpus is not 1..NFSL_MAX_CPUS or @slots < @ncpus, or the
  * -errno of getrandom.
  */
