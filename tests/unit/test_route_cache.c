@@ -4,15 +4,22 @@
  * through BPF_PROG_TEST_RUN: a packet whose whole lookup input matches an
  * entry of the current route generation and age hits, anything else
  * misses and is looked up; the MTU check stays exact per packet; with the
- * cache off (route_cache_us 0) nothing is cached or counted.
+ * cache off (route_cache_us 0) nothing is cached or counted. And the
+ * library's generation bump (nfsl/route.h).
  */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <criterion/criterion.h>
+#include <bpf/bpf.h>
 
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
+#include "nfsl/route.h"
 
 TestSuite(route_cache, .init = h_setup, .fini = h_teardown, .timeout = 30);
 
@@ -189,4 +196,61 @@ Test(route_cache, stale_until_flushed)
 		   out, &olen);
 	h_route_flush();
 	x_slice_untouched("after the flush", in, len, V_XDP_PASS, &mtu);
+}
+
+/* nfsl_route_gen_bump on a bpffs directory of its own: atomic +1 each
+ * call, the errors its docstring names. */
+static char gdir[96];
+
+static void gdir_make(void)
+{
+	snprintf(gdir, sizeof(gdir), "/sys/fs/bpf/nfsl-unit-rgen-%d", getpid());
+	cr_assert_eq(mkdir(gdir, 0700), 0, "%s: %s", gdir, strerror(errno));
+}
+
+static void gdir_remove(void)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/" NFSL_PIN_ROUTE_GEN, gdir);
+	unlink(path);
+	rmdir(gdir);
+}
+
+/* Pin an mmapable array of one @value_size B value as the generation. */
+static void pin_gen(__u32 value_size)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	char path[160];
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "rgen", 4, value_size, 1, &o);
+
+	cr_assert_geq(fd, 0, "map: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/" NFSL_PIN_ROUTE_GEN, gdir);
+	unlink(path);
+	cr_assert_eq(bpf_obj_pin(fd, path), 0, "pin: %s", strerror(errno));
+	close(fd);
+}
+
+TestSuite(route_gen, .init = gdir_make, .fini = gdir_remove, .timeout = 10);
+
+Test(route_gen, bump_and_errors)
+{
+	__u64 gen = 99;
+
+	cr_expect_eq(nfsl_route_gen_bump_at(gdir, &gen), -ENOENT, "no pin");
+	pin_gen(4);
+	cr_expect_eq(nfsl_route_gen_bump_at(gdir, &gen), -EPROTO, "a 4-byte value");
+	pin_gen(8);
+	for (__u64 want = 1; want <= 3; want++) {
+		cr_assert_eq(nfsl_route_gen_bump_at(gdir, &gen), 0);
+		cr_expect_eq(gen, want);
+	}
+	{
+		struct nfsl_domain d = { 0 };
+
+		snprintf(d.dir, sizeof(d.dir), "%s", gdir);
+		cr_assert_eq(nfsl_route_gen_bump(&d, NULL), 0);
+		cr_assert_eq(nfsl_route_gen_read(&d, &gen), 0);
+		cr_expect_eq(gen, 4, "the bump through the domain");
+	}
 }
