@@ -268,7 +268,7 @@ static __always_inline int nfsl_route_lookup(struct xdp_md *ctx, const struct nf
  * HZ=250, of slack). The MTU check stays exact per packet: an entry keeps
  * the egress MTU and every hit compares this packet's length with it.
  */
-#define NFSL_RC_ENTRIES 1024 /* a power of two */
+#define NFSL_RC_ENTRIES 4096 /* a power of two: 256 KiB per CPU */
 #define NFSL_RC_KEY_WORDS 6 /* 48 bytes of struct bpf_fib_lookup */
 #define NFSL_RC_NAT 0x80     /* verdict bit: conntrack's NAT rewrote the dst */
 
@@ -306,10 +306,10 @@ static __always_inline __u32 nfsl_rc_hash(const __u64 *k)
 	__u64 x = k[0] ^ k[1] ^ k[2] ^ k[3] ^ k[4] ^ k[5];
 
 	x ^= x >> 32;
-	return ((__u32)x * 0x9e3779b1u) >> 22; /* top 10 bits: NFSL_RC_ENTRIES */
+	return ((__u32)x * 0x9e3779b1u) >> 20; /* top 12 bits: NFSL_RC_ENTRIES */
 }
 
-_Static_assert(NFSL_RC_ENTRIES == 1 << 10, "nfsl_rc_hash takes 10 bits");
+_Static_assert(NFSL_RC_ENTRIES == 1 << 12, "nfsl_rc_hash takes 12 bits");
 
 /*
  * nfsl_route_cached - the verdict of nfsl_route_lookup for @fib (key
