@@ -25,6 +25,10 @@
  *   slicer-nofib  the same slicer with its route check short-circuited
  *                 after the interface and MAC checks (bench/bpf/
  *                 slicer_nofib.bpf.c): no bpf_fib_lookup
+ *   slicer-nocache the slicer with its route verdict cache off (attach
+ *                 --route-cache off: a FIB lookup per packet), on its own
+ *                 config and cursor; slicer has it on (a hit per packet
+ *                 but one per 200 ms: the same flow throughout)
  *   slicer-cold   the slicer on its own cursor and config, window = the
  *                 whole partition (win_min = part_slots): the FIFO store
  *                 as it was before the hot window, on the same store
@@ -119,6 +123,7 @@ enum bench_id {
 	B_XDP_COPY_COLD,
 	B_SLICER,
 	B_SLICER_NOFIB,
+	B_SLICER_NOCACHE,
 	B_SLICER_COLD,
 	B_SLICER_COARSE,
 	B_SLICER_NOLOG,
@@ -221,6 +226,7 @@ struct bench {
 	struct slicer_bpf *sl;
 	struct slicer_bpf *slc; /* slicer-cold: own config and cursor */
 	struct slicer_bpf *slt; /* slicer-tenants: own config and cursor */
+	struct slicer_bpf *snc; /* slicer-nocache: own config and cursor */
 	struct slicer_bpf *sks; /* slicer-skip(-events): egress outside the
 				 * domain, own config, cursor and events */
 	struct ring_buffer *evrb; /* sks's drop events, drained per block */

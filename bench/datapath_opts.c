@@ -89,7 +89,7 @@ static int parse_programs(struct opts *o, const char *arg)
 				o->sel[k == B_SPLICER_EV ? B_SPLICER : B_SLICER] = true;
 			if (k == B_SLICER_SKIP_EV)
 				o->sel[B_SLICER_SKIP] = true; /* its comparison */
-			if (k == B_SLICER_REPLAY63)
+			if (k == B_SLICER_REPLAY63 || k == B_SLICER_NOCACHE)
 				o->sel[B_SLICER] = true; /* its comparison */
 			if (k == B_SPLICER)
 				o->sel[B_TC_PARSE] = true;
@@ -177,7 +177,8 @@ static void usage(FILE *f)
 		"                       xdp-empty, xdp-parse, xdp-route, xdp-call, xdp-clock,\n"
 		"                       xdp-clock-coarse, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
-		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
+		"                       slicer, slicer-nofib, slicer-nocache, slicer-cold,\n"
+		"                       slicer-coarse,\n"
 		"                       slicer-nolog, slicer-tenants, slicer-skip,\n"
 		"                       slicer-replay63,\n"
 		"                       slicer-skip-events, splicer-nores, splicer-events,\n"

@@ -175,6 +175,21 @@ static int setup_skip(struct bench *b)
 	return 0;
 }
 
+/* slicer-nocache: a slicer on the store and counters with a config and
+ * cursor of its own, its route verdict cache off (--route-cache off). */
+static int setup_nocache(struct bench *b)
+{
+	struct nfsl_config t = b->cfg;
+	__u32 zero = 0;
+
+	if (own_slicer(b, &b->snc, "no-cache"))
+		return -1;
+	t.route_cache_us = 0;
+	if (bpf_map_update_elem(bpf_map__fd(b->snc->maps.nfsl_config), &zero, &t, BPF_ANY))
+		return pr_err("cannot configure the no-cache slicer: %s", strerror(errno)), -1;
+	return 0;
+}
+
 /* Load the four objects and configure the domain as `nfslice attach` does. */
 int dp_setup_domain(struct bench *b)
 {
@@ -321,7 +336,7 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot write the cold config: %s", strerror(errno));
 		return -1;
 	}
-	if (setup_tenants(b) || setup_skip(b))
+	if (setup_tenants(b) || setup_skip(b) || setup_nocache(b))
 		return -1;
 	b->bxc = bench_xdp_bpf__open();
 	if (!b->bxc) {

@@ -29,8 +29,8 @@ def test_counters_are_the_headers():
     """The header's lists, first and last names included (a parser that
     lost a continuation line or a comment would miss them)."""
     assert counters.COUNTERS[:2] == ("sliced", "spliced")
-    assert counters.COUNTERS[-1] == "skipped_csum"
-    assert len(counters.COUNTERS) == 24
+    assert counters.COUNTERS[-1] == "route_cache_miss"
+    assert len(counters.COUNTERS) == 26
     assert counters.MGR_COUNTERS == ("evicted_ttl", "ttl_scans", "ttl_walked",
                                      "ttl_overrun", "ttl_raced")
     assert counters.TENANT_COUNTERS == ("attempts", "sliced", "skipped_quota",
