@@ -25,6 +25,10 @@
  *   slicer-nofib  the same slicer with its route check short-circuited
  *                 after the interface and MAC checks (bench/bpf/
  *                 slicer_nofib.bpf.c): no bpf_fib_lookup
+ *   slicer-nocache the slicer with its route verdict cache off (attach
+ *                 --route-cache off: a FIB lookup per packet), on its own
+ *                 config and cursor; slicer has it on (a hit per packet
+ *                 but one per 200 ms: the same flow throughout)
  *   slicer-cold   the slicer on its own cursor and config, window = the
  *                 whole partition (win_min = part_slots): the FIFO store
  *                 as it was before the hot window, on the same store
@@ -119,6 +123,7 @@ enum bench_id {
 	B_XDP_COPY_COLD,
 	B_SLICER,
 	B_SLICER_NOFIB,
+	B_SLICER_NOCACHE,
 	B_SLICER_COLD,
 	B_SLICER_COARSE,
 	B_SLICER_NOLOG,
@@ -188,6 +193,7 @@ struct opts {
 	const char *json;
 	const char *csv;
 	bool quiet;
+	bool calls; /* --calls: count the calls per packet, no timing */
 };
 
 /* One packet under test: a size and a protocol. */
@@ -220,6 +226,7 @@ struct bench {
 	struct slicer_bpf *sl;
 	struct slicer_bpf *slc; /* slicer-cold: own config and cursor */
 	struct slicer_bpf *slt; /* slicer-tenants: own config and cursor */
+	struct slicer_bpf *snc; /* slicer-nocache: own config and cursor */
 	struct slicer_bpf *sks; /* slicer-skip(-events): egress outside the
 				 * domain, own config, cursor and events */
 	struct ring_buffer *evrb; /* sks's drop events, drained per block */
@@ -272,6 +279,12 @@ int dp_read_counters(struct bench *b, struct nfsl_counters *sum);
 void dp_release_all(struct bench *b);
 int dp_reset_alloc(struct bench *b);
 int dp_flush_store(struct bench *b);
+struct bpf_map;
+int dp_reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
+		  struct bpf_map *cursor, struct slicer_bpf *sl);
+
+/* datapath_calls.c: the calls per packet, by kind (--calls). 0 or -1. */
+int dp_calls(struct bench *b);
 
 /* datapath_cases.c */
 int dp_setup_cases(struct bench *b);

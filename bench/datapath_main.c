@@ -43,6 +43,8 @@ const struct bench_desc benches[B_NR] = {
 	 * into the slot the hot slicer takes (docs/benchmarks.md). */
 	[B_SLICER] = {"slicer", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 1.3, B_LIVE_SLICER},
 	[B_SLICER_NOFIB] = {"slicer-nofib", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
+	/* The route verdict cache (issue 19 item 2): see comparisons. */
+	[B_SLICER_NOCACHE] = {"slicer-nocache", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	[B_SLICER_COLD] = {"slicer-cold", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
 	/* The parking clock and the park log (issue 10 §2): see comparisons. */
 	[B_SLICER_COARSE] = {"slicer-coarse", HOOK_XDP, 0, B_XDP_EMPTY, B_XDP_COPY_COLD, 0, -1},
@@ -83,6 +85,7 @@ const struct comparison comparisons[] = {
 	{ B_SLICER_SKIP_EV, B_SLICER_SKIP, "drop event written (route skip)" },
 	{ B_SPLICER_EV, B_SPLICER, "drop events on, none written" },
 	{ B_SLICER, B_SLICER_REPLAY63, "replay check at any DSCP" },
+	{ B_SLICER_NOCACHE, B_SLICER, "route lookup over a cache hit" },
 };
 const unsigned int ncomparisons = sizeof(comparisons) / sizeof(comparisons[0]);
 
@@ -146,6 +149,10 @@ int main(int argc, char **argv)
 	}
 	if (dp_setup_cases(&b))
 		goto out;
+	if (b.o.calls) {
+		ret = dp_calls(&b) ? 1 : 0;
+		goto out;
+	}
 	if (dp_read_counters(&b, &b.cnt0))
 		goto out;
 	if (dp_run_all(&b))
@@ -195,6 +202,7 @@ out:
 	slicer_replay63_bpf__destroy(b.srp);
 	slicer_bpf__destroy(b.slc);
 	slicer_bpf__destroy(b.slt);
+	slicer_bpf__destroy(b.snc);
 	ring_buffer__free(b.evrb);
 	slicer_bpf__destroy(b.sks);
 	slicer_bpf__destroy(b.sl);

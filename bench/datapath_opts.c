@@ -89,7 +89,7 @@ static int parse_programs(struct opts *o, const char *arg)
 				o->sel[k == B_SPLICER_EV ? B_SPLICER : B_SLICER] = true;
 			if (k == B_SLICER_SKIP_EV)
 				o->sel[B_SLICER_SKIP] = true; /* its comparison */
-			if (k == B_SLICER_REPLAY63)
+			if (k == B_SLICER_REPLAY63 || k == B_SLICER_NOCACHE)
 				o->sel[B_SLICER] = true; /* its comparison */
 			if (k == B_SPLICER)
 				o->sel[B_TC_PARSE] = true;
@@ -136,6 +136,7 @@ static const struct option long_opts[] = {
 	{"json", required_argument, NULL, 'j'},
 	{"csv", required_argument, NULL, 'C'},
 	{"quiet", no_argument, NULL, 'q'},
+	{"calls", no_argument, NULL, 'K'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -176,7 +177,8 @@ static void usage(FILE *f)
 		"                       xdp-empty, xdp-parse, xdp-route, xdp-call, xdp-clock,\n"
 		"                       xdp-clock-coarse, xdp-copy,\n"
 		"                       xdp-copy-nofence, xdp-copy-warm, xdp-copy-cold,\n"
-		"                       slicer, slicer-nofib, slicer-cold, slicer-coarse,\n"
+		"                       slicer, slicer-nofib, slicer-nocache, slicer-cold,\n"
+		"                       slicer-coarse,\n"
 		"                       slicer-nolog, slicer-tenants, slicer-skip,\n"
 		"                       slicer-replay63,\n"
 		"                       slicer-skip-events, splicer-nores, splicer-events,\n"
@@ -187,6 +189,9 @@ static void usage(FILE *f)
 		"  -j, --json FILE      write all results as JSON\n"
 		"  -C, --csv FILE       write all results as CSV\n"
 		"  -q, --quiet          no progress on stderr\n"
+		"  -K, --calls          no timing: count the calls out of the slicer and the\n"
+		"                       splicer for one packet of each case, by kind\n"
+		"                       (counting builds, bench/bpf/calls.h)\n"
 		"  -h, --help           this text\n",
 		NFSL_MAX_IFACES);
 }
@@ -211,7 +216,7 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 	for (c = 0; c < B_NR; c++)
 		o->sel[c] = true;
 
-	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:I:6P:c:j:C:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:w:n:s:p:l:L:NFW:I:6P:c:j:C:qKh", long_opts, NULL)) != -1) {
 		unsigned int v;
 
 		switch (c) {
@@ -281,6 +286,9 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case 'q':
 			o->quiet = true;
+			break;
+		case 'K':
+			o->calls = true;
 			break;
 		case 'h':
 			usage(stdout);

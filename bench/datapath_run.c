@@ -67,6 +67,8 @@ static int prog_fd(struct bench *b, int id)
 		return bpf_program__fd(b->snl->progs.nfsl_slicer);
 	case B_SLICER_TENANTS:
 		return bpf_program__fd(b->slt->progs.nfsl_slicer);
+	case B_SLICER_NOCACHE:
+		return bpf_program__fd(b->snc->progs.nfsl_slicer);
 	case B_SLICER_REPLAY63:
 		return bpf_program__fd(b->srp->progs.nfsl_slicer);
 	case B_SLICER_SKIP:
@@ -221,6 +223,7 @@ static int check_out(struct bench *b, struct bcase *c, int id, unsigned int len,
 	case B_SLICER_COARSE:
 	case B_SLICER_NOLOG:
 	case B_SLICER_TENANTS:
+	case B_SLICER_NOCACHE:
 	case B_SLICER_REPLAY63:
 		if (ret != XDP_PASS || len != (c->sliced ? c->payoff + NFSL_TOKEN_LEN : c->size))
 			goto bad;
@@ -270,7 +273,7 @@ static int xdp_iter(struct bench *b, struct bcase *c, int id, int fd, __u64 *dur
 		return -EPROTO;
 	if ((id == B_SLICER || id == B_SLICER_NOFIB || id == B_SLICER_COLD ||
 	     id == B_SLICER_COARSE || id == B_SLICER_NOLOG || id == B_SLICER_TENANTS ||
-	     id == B_SLICER_REPLAY63) &&
+	     id == B_SLICER_REPLAY63 || id == B_SLICER_NOCACHE) &&
 	    c->sliced) {
 		/* Free the slot as a splicer would, outside the measurement. */
 		tok = (const struct nfsl_token *)(b->out + len - NFSL_TOKEN_LEN);

@@ -87,8 +87,8 @@ int dp_setup_netns(struct bench *b)
 /* ---- domain setup ----------------------------------------------------- */
 
 /* Share @sl's maps; @config and @cursor NULL: keep the object's own. */
-static int reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
-		      struct bpf_map *cursor, struct slicer_bpf *sl)
+int dp_reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
+		  struct bpf_map *cursor, struct slicer_bpf *sl)
 {
 	if (bpf_map__reuse_fd(store, bpf_map__fd(sl->maps.nfsl_store)) ||
 	    (config && bpf_map__reuse_fd(config, bpf_map__fd(sl->maps.nfsl_config))) ||
@@ -110,7 +110,7 @@ static int own_slicer(struct bench *b, struct slicer_bpf **out, const char *what
 	*out = slicer_bpf__open();
 	if (!*out)
 		return pr_err("cannot open the %s slicer: %s", what, strerror(errno)), -1;
-	if (reuse_maps((*out)->maps.nfsl_store, NULL, (*out)->maps.nfsl_counters, NULL, b->sl))
+	if (dp_reuse_maps((*out)->maps.nfsl_store, NULL, (*out)->maps.nfsl_counters, NULL, b->sl))
 		return -1;
 	err = slicer_bpf__load(*out);
 	if (err)
@@ -175,6 +175,21 @@ static int setup_skip(struct bench *b)
 	return 0;
 }
 
+/* slicer-nocache: a slicer on the store and counters with a config and
+ * cursor of its own, its route verdict cache off (--route-cache off). */
+static int setup_nocache(struct bench *b)
+{
+	struct nfsl_config t = b->cfg;
+	__u32 zero = 0;
+
+	if (own_slicer(b, &b->snc, "no-cache"))
+		return -1;
+	t.route_cache_us = 0;
+	if (bpf_map_update_elem(bpf_map__fd(b->snc->maps.nfsl_config), &zero, &t, BPF_ANY))
+		return pr_err("cannot configure the no-cache slicer: %s", strerror(errno)), -1;
+	return 0;
+}
+
 /* Load the four objects and configure the domain as `nfslice attach` does. */
 int dp_setup_domain(struct bench *b)
 {
@@ -228,7 +243,7 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot open the slicer-nofib object: %s", strerror(errno));
 		return -1;
 	}
-	if (reuse_maps(b->sn->maps.nfsl_store, b->sn->maps.nfsl_config, b->sn->maps.nfsl_counters,
+	if (dp_reuse_maps(b->sn->maps.nfsl_store, b->sn->maps.nfsl_config, b->sn->maps.nfsl_counters,
 		       b->sn->maps.nfsl_cursor, b->sl))
 		return -1;
 	err = slicer_nofib_bpf__load(b->sn);
@@ -240,21 +255,21 @@ int dp_setup_domain(struct bench *b)
 	/* The slicer with the coarse clock and no log, and with no log: the
 	 * production slicer's maps, cursor included. */
 	b->sco = slicer_coarse_bpf__open();
-	if (!b->sco || reuse_maps(b->sco->maps.nfsl_store, b->sco->maps.nfsl_config,
+	if (!b->sco || dp_reuse_maps(b->sco->maps.nfsl_store, b->sco->maps.nfsl_config,
 				  b->sco->maps.nfsl_counters, b->sco->maps.nfsl_cursor, b->sl) ||
 	    (err = slicer_coarse_bpf__load(b->sco))) {
 		pr_err("cannot load the slicer-coarse: %s", strerror(b->sco ? -err : errno));
 		return -1;
 	}
 	b->srp = slicer_replay63_bpf__open();
-	if (!b->srp || reuse_maps(b->srp->maps.nfsl_store, b->srp->maps.nfsl_config,
+	if (!b->srp || dp_reuse_maps(b->srp->maps.nfsl_store, b->srp->maps.nfsl_config,
 				  b->srp->maps.nfsl_counters, b->srp->maps.nfsl_cursor, b->sl) ||
 	    (err = slicer_replay63_bpf__load(b->srp))) {
 		pr_err("cannot load the slicer-replay63: %s", strerror(b->srp ? -err : errno));
 		return -1;
 	}
 	b->snl = slicer_nolog_bpf__open();
-	if (!b->snl || reuse_maps(b->snl->maps.nfsl_store, b->snl->maps.nfsl_config,
+	if (!b->snl || dp_reuse_maps(b->snl->maps.nfsl_store, b->snl->maps.nfsl_config,
 				  b->snl->maps.nfsl_counters, b->snl->maps.nfsl_cursor, b->sl) ||
 	    (err = slicer_nolog_bpf__load(b->snl))) {
 		pr_err("cannot load the slicer-nolog: %s", strerror(b->snl ? -err : errno));
@@ -266,7 +281,7 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot open the splicer object: %s", strerror(errno));
 		return -1;
 	}
-	if (reuse_maps(b->sp->maps.nfsl_store, b->sp->maps.nfsl_config, b->sp->maps.nfsl_counters,
+	if (dp_reuse_maps(b->sp->maps.nfsl_store, b->sp->maps.nfsl_config, b->sp->maps.nfsl_counters,
 		       b->sp->maps.nfsl_cursor, b->sl))
 		return -1;
 	err = splicer_bpf__load(b->sp);
@@ -276,7 +291,7 @@ int dp_setup_domain(struct bench *b)
 	}
 	/* The splicer without its histogram: the same maps. */
 	b->spn = splicer_nores_bpf__open();
-	if (!b->spn || reuse_maps(b->spn->maps.nfsl_store, b->spn->maps.nfsl_config,
+	if (!b->spn || dp_reuse_maps(b->spn->maps.nfsl_store, b->spn->maps.nfsl_config,
 				  b->spn->maps.nfsl_counters, b->spn->maps.nfsl_cursor, b->sl) ||
 	    (err = splicer_nores_bpf__load(b->spn))) {
 		pr_err("cannot load the splicer-nores: %s", strerror(b->spn ? -err : errno));
@@ -288,7 +303,7 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot open the tc baselines: %s", strerror(errno));
 		return -1;
 	}
-	if (reuse_maps(b->bt->maps.nfsl_store, b->bt->maps.nfsl_config, b->bt->maps.nfsl_counters,
+	if (dp_reuse_maps(b->bt->maps.nfsl_store, b->bt->maps.nfsl_config, b->bt->maps.nfsl_counters,
 		       b->bt->maps.nfsl_cursor, b->sl))
 		return -1;
 	err = bench_tc_bpf__load(b->bt);
@@ -302,7 +317,7 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot open the XDP baselines: %s", strerror(errno));
 		return -1;
 	}
-	if (reuse_maps(b->bx->maps.nfsl_store, b->bx->maps.nfsl_config, b->bx->maps.nfsl_counters,
+	if (dp_reuse_maps(b->bx->maps.nfsl_store, b->bx->maps.nfsl_config, b->bx->maps.nfsl_counters,
 		       b->bx->maps.nfsl_cursor, b->sl))
 		return -1;
 	err = bench_xdp_bpf__load(b->bx);
@@ -321,14 +336,14 @@ int dp_setup_domain(struct bench *b)
 		pr_err("cannot write the cold config: %s", strerror(errno));
 		return -1;
 	}
-	if (setup_tenants(b) || setup_skip(b))
+	if (setup_tenants(b) || setup_skip(b) || setup_nocache(b))
 		return -1;
 	b->bxc = bench_xdp_bpf__open();
 	if (!b->bxc) {
 		pr_err("cannot open the cold copy: %s", strerror(errno));
 		return -1;
 	}
-	if (reuse_maps(b->bxc->maps.nfsl_store, b->bxc->maps.nfsl_config,
+	if (dp_reuse_maps(b->bxc->maps.nfsl_store, b->bxc->maps.nfsl_config,
 		       b->bxc->maps.nfsl_counters, b->bxc->maps.nfsl_cursor, b->slc))
 		return -1;
 	err = bench_xdp_bpf__load(b->bxc);

@@ -412,6 +412,8 @@ def csv_rows(runs):
         ns = r.get("nfslice", {})
         row["sliced"] = ns.get("sliced")
         row["spliced"] = ns.get("spliced")
+        row["route_cache_hit"] = ns.get("route_cache_hit")
+        row["route_cache_miss"] = ns.get("route_cache_miss")
         for c, v in r.get("cpu", {}).items():
             row[f"cpu{c}_nonidle"] = v["nonidle"]
             row[f"cpu{c}_net_rx"] = v["net_rx"]

@@ -9,7 +9,9 @@ usage: bench/exp_xsk.py [--quick] [--runs N] [--out DIR] [--trial S]
                         [--sizes B ...] [--nfs rxdrop|l2fwd ...]
                         [--slicing off|on ...] [--flows N ...]
                         [--parts P ...] [--workers N] [--gen-cpu N]
-                        [--nf-cpu N] [--seed N]
+                        [--nf-cpu N] [--seed N] [--steal-loads PPS ...]
+                        [--steal-reps N] [--steal-trial S]
+                        [--steal-threshold-ms MS]
 
 The rig (namespaces PREFIX-gen and PREFIX-dut, PREFIX = "nfbx-" + a random
 id; removed at the end, also on an error, SIGINT or SIGTERM):
@@ -91,12 +93,24 @@ Parts (--parts):
   stall    worker 0 stalls (nfslice-nf --stall 0:4600:60000) during a
            trial at --var-rate: the other workers' delivered rate against
            an unstalled trial of the same session (target: rxbisect >= 95%)
+  steal    AF_XDP on a vCPU the hypervisor takes away (issue 19 item 6;
+           bench/xsk_steal.py says what CPU time is counted): 1q, 1514 B
+           rxdrop unsliced, privring and rxbisect interleaved in one run
+           (privring rxbisect privring rxbisect ..., --steal-reps times),
+           one nfslice-nf session per block with one trial per
+           --steal-loads rate (well under the loss knee). Per trial: CPU ns
+           per delivered packet (nfslice-nf's schedstat run time, softirq
+           of both CPUs from /proc/stat), offered, delivered, loss, and the
+           steal of both CPUs (/proc/stat) before and after; the summary
+           pairs the two architectures rep by rep and splits the trials at
+           --steal-threshold-ms of steal
 slow, traffic and stall use 1514 B rxdrop unsliced; on 1q only shring and
 rxbisect (privring and smallpriv have one worker there).
 
 options (rates in frames per second, times in seconds):
   --quick           smoke run (< 1 min): 1q, privring and rxbisect, 1514 B
-                    rxdrop unsliced, 2 bisection trials, low, stall
+                    rxdrop unsliced, 2 bisection trials, stall, steal (2
+                    reps of 0.6 s trials)
   --runs N          rounds of the ndr groups (default 1)
   --out DIR         results directory (default bench/results)
   --trial S         traffic per trial (default 0.6; must end before the
@@ -112,8 +126,8 @@ options (rates in frames per second, times in seconds):
   --nfs N ...       rxdrop and/or l2fwd (default both; quick rxdrop)
   --slicing M ...   off and/or on (default both; quick off)
   --flows N ...     flows of the ndr groups (default 64 1; quick 64)
-  --parts P ...     ndr lat low slow traffic stall (default all; quick
-                    ndr low stall)
+  --parts P ...     ndr lat low slow traffic stall steal (default all;
+                    quick ndr stall steal)
   --workers N       workers of shring/rxbisect, and of everything on 4q
                     (default 4)
   --ax N, --bx N    nfslice-nf's --ax / --bx (defaults 256 / 2048)
@@ -132,6 +146,13 @@ options (rates in frames per second, times in seconds):
   --gen-cpu N       the generator's CPU (default 0)
   --nf-cpu N        nfslice-nf's workers' CPU (default 1)
   --seed N          seed of the architecture order (default: time)
+  --steal-loads PPS ...  offered rates of the steal part (default 100000
+                    300000)
+  --steal-reps N    privring/rxbisect pairs of blocks (default 6; quick 2)
+  --steal-trial S   traffic per steal trial (default 1.6: spans a report,
+                    for more CPU ticks; quick 0.6)
+  --steal-threshold-ms MS  steal per trial (both CPUs) that splits the
+                    trials into quiet and stolen (default 10)
 
 Outputs in DIR: xsk.json (configuration, every trial with its counters,
 every nfslice-nf session with its final report and stderr, summaries,
@@ -158,6 +179,7 @@ from xsk_rig import (
     STALL, Session, log, port_for_worker, run_gens, snapshot)
 from xsk_report import (
     csv_rows, fmt_mpps, plot_ndr, plot_var, print_summary, summarize)
+import xsk_steal
 
 
 # ------------------------------------------------------------ options --
@@ -176,7 +198,7 @@ def parse(argv):
     ap.add_argument("--slicing", nargs="+", choices=("off", "on"))
     ap.add_argument("--flows", nargs="+", type=int)
     ap.add_argument("--parts", nargs="+",
-                    choices=("ndr", "lat", "low", "slow", "traffic", "stall"))
+                    choices=("ndr", "lat", "low", "slow", "traffic", "stall", "steal"))
     ap.add_argument("--workers", type=int, default=4,
                     help="workers of shring/rxbisect and of 4q (default 4)")
     ap.add_argument("--ax", type=int, default=256, help="fill ring Ax (256)")
@@ -207,6 +229,15 @@ def parse(argv):
                          "one burst (nfslice-pktgen --burst-us; default 1000)")
     ap.add_argument("--nf-cpu", type=int, default=1, help="nfslice-nf CPU (1)")
     ap.add_argument("--seed", type=int, help="seed of the order (default: time)")
+    ap.add_argument("--steal-loads", nargs="+", type=int, metavar="PPS",
+                    help="offered pps of the steal part (default 100000 300000)")
+    ap.add_argument("--steal-reps", type=int, metavar="N",
+                    help="privring/rxbisect block pairs of the steal part (6; quick 2)")
+    ap.add_argument("--steal-trial", type=float, metavar="S",
+                    help="s of traffic per steal trial (1.6; quick 0.6)")
+    ap.add_argument("--steal-threshold-ms", type=float, default=xsk_steal.THRESHOLD_MS,
+                    metavar="MS", help="steal ms per trial that splits the trials "
+                    f"(default {xsk_steal.THRESHOLD_MS:g})")
     ap.add_argument("--from-json", metavar="FILE",
                     help="measure nothing: summarize, print and plot the trials of "
                          "FILE (an xsk.json) again, into --out")
@@ -217,8 +248,10 @@ def parse(argv):
         archs=(list(ARCHS), ["privring", "rxbisect"]),
         sizes=([1514, 60], [1514]), nfs=(["rxdrop", "l2fwd"], ["rxdrop"]),
         slicing=(["off", "on"], ["off"]), flows=([64, 1], [64]),
-        parts=(["ndr", "lat", "low", "slow", "traffic", "stall"],
-               ["ndr", "low", "stall"]),
+        parts=(["ndr", "lat", "low", "slow", "traffic", "stall", "steal"],
+               ["ndr", "stall", "steal"]),
+        steal_loads=(list(xsk_steal.LOADS), list(xsk_steal.LOADS)),
+        steal_reps=(6, 2), steal_trial=(1.6, 0.6),
         slow_us=([0, 200, 2000], [0, 2000]),
         shares=([0, 0.25, 0.5, 0.75], [0, 0.5]))
     if not 0.2 <= a.trial <= REPORT_S - DRAIN_S - 0.1:
@@ -228,6 +261,13 @@ def parse(argv):
         ap.error("--trial-long between 1.1 and 1.6 s (it spans one report)")
     if a.runs < 1 or a.bisect < 0 or a.workers < 2:
         ap.error("--runs >= 1, --bisect >= 0, --workers >= 2")
+    if a.steal_reps < 1 or any(x <= 0 for x in a.steal_loads):
+        ap.error("--steal-reps >= 1 and --steal-loads > 0 pps (e.g. --steal-loads "
+                 "100000 300000)")
+    if not (0.2 <= a.steal_trial <= REPORT_S - DRAIN_S - 0.1
+            or 1.1 <= a.steal_trial <= 1.6):
+        ap.error(f"--steal-trial between 0.2 and {REPORT_S - DRAIN_S - 0.1:.2f} s (ends "
+                 "before the next report) or between 1.1 and 1.6 s (spans one)")
     B.check_cpus(ap, a)
     return a
 
@@ -260,6 +300,21 @@ def open_session(rig, a, path, arch, nf, key, trials, problems, sessions,
         raise
     rec["starts"] = n.starts
     return n, rec, Session(rig, a, n, key, trials, problems)
+
+
+def rxdrop_session(rig, a, part, path, arch, trials, problems, sessions, extra=(),
+                   **fields):
+    """A session of the parts that run 1514 B rxdrop unsliced with 64 flows
+    (slow, traffic, stall, steal): its key is PART, PATH, ARCH, those and
+    FIELDS; EXTRA are nfslice-nf options. (n, session record, Session), or
+    None when nfslice-nf did not start (open_session recorded why)."""
+    key = {"part": part, "path": path, "arch": arch, "nf": "rxdrop", "size": 1514,
+           "sliced": False, "flows": 64, "workers": workers_for(a, path, arch), **fields}
+    try:
+        return open_session(rig, a, path, arch, "rxdrop", key, trials, problems,
+                            sessions, extra=extra)
+    except NFError:
+        return None
 
 
 def close_session(n, rec, problems):
@@ -437,17 +492,13 @@ def slow_part(rig, a, trials, problems, sessions, ndr):
         rate = var_rate(a, path, ndr)
         for arch in archs_for(a, path, need_workers=True):
             for us in a.slow_us:
-                key = {"part": "slow", "path": path, "arch": arch, "nf": "rxdrop",
-                       "size": 1514, "sliced": False, "flows": 64, "slow_us": us,
-                       "workers": workers_for(a, path, arch)}
                 log(f"slow: {path} {arch} worker 0 +{us} us per burst, "
                     f"{rate / 1e6:.3f} Mpps")
-                try:
-                    n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                              problems, sessions,
-                                              extra=["--slow", f"0:{us}"] if us else [])
-                except NFError:
+                got = rxdrop_session(rig, a, "slow", path, arch, trials, problems, sessions,
+                                     extra=["--slow", f"0:{us}"] if us else [], slow_us=us)
+                if got is None:
                     continue
+                n, srec, s = got
                 try:
                     for _ in range(2):
                         s.trial("slow", [("load", rig.pktgen_cmd(path, 1514, rate, a.trial))],
@@ -462,16 +513,13 @@ def traffic_part(rig, a, trials, problems, sessions, ndr):
         ad = ADDR[path]
         tport = port_for_worker(ad["src"], ad["dst"], a.workers if path == "4q" else a.workers, 0)
         for arch in archs_for(a, path, need_workers=True):
-            key = {"part": "traffic", "path": path, "arch": arch, "nf": "rxdrop",
-                   "size": 1514, "sliced": False, "flows": 64,
-                   "workers": workers_for(a, path, arch), "target_port": tport}
             log(f"traffic: {path} {arch}, {rate / 1e6:.3f} Mpps, worker-0 flow "
                 f"shares {a.shares}")
-            try:
-                n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                          problems, sessions)
-            except NFError:
+            got = rxdrop_session(rig, a, "traffic", path, arch, trials, problems, sessions,
+                                 target_port=tport)
+            if got is None:
                 continue
+            n, srec, s = got
             try:
                 for share in a.shares:
                     gens = []
@@ -491,18 +539,14 @@ def stall_part(rig, a, trials, problems, sessions, ndr):
     for path in a.paths:
         rate = var_rate(a, path, ndr)
         for arch in archs_for(a, path, need_workers=True):
-            key = {"part": "stall", "path": path, "arch": arch, "nf": "rxdrop",
-                   "size": 1514, "sliced": False, "flows": 64,
-                   "workers": workers_for(a, path, arch),
-                   "stall": f"0:{STALL[0]}:{STALL[1]}"}
             log(f"stall: {path} {arch}, worker 0 stalls from {STALL[0]} ms, "
                 f"{rate / 1e6:.3f} Mpps")
-            try:
-                n, srec, s = open_session(rig, a, path, arch, "rxdrop", key, trials,
-                                          problems, sessions,
-                                          extra=["--stall", f"0:{STALL[0]}:{STALL[1]}"])
-            except NFError:
+            stall = f"0:{STALL[0]}:{STALL[1]}"
+            got = rxdrop_session(rig, a, "stall", path, arch, trials, problems, sessions,
+                                 extra=["--stall", stall], stall=stall)
+            if got is None:
                 continue
+            n, srec, s = got
             try:
                 # up to two unstalled trials that close before the stall
                 # begins (a slow start of the generator can push a trial
@@ -540,6 +584,27 @@ def stall_part(rig, a, trials, problems, sessions, ndr):
                 st["unstalled_loss_frac"] = B.median([r["loss_frac"] for r in befores])
             finally:
                 close_session(n, srec, problems)
+
+
+def steal_part(rig, a, trials, problems, sessions):
+    """privring and rxbisect alternating (xsk_steal.order), one session
+    per block, one trial per load; every trial records its CPUs' steal."""
+    path, span = "1q", a.steal_trial > REPORT_S
+    blocks = xsk_steal.order(xsk_steal.ARCHS, a.steal_reps, a.steal_loads)
+    for i, (rep, arch, loads) in enumerate(blocks):
+        log(f"steal {i + 1}/{len(blocks)}: {arch}, loads {[x / 1e6 for x in loads]} Mpps")
+        got = rxdrop_session(rig, a, "steal", path, arch, trials, problems, sessions, rep=rep)
+        if got is None:
+            continue
+        n, srec, s = got
+        try:
+            for load in loads:
+                r = s.trial(xsk_steal.KIND, [("load", rig.pktgen_cmd(path, 1514, load,
+                                                                     a.steal_trial))],
+                            a.steal_trial, "rx", span=span, extra={"load_pps": load})
+                r["pass"] = s.passes(r)
+        finally:
+            close_session(n, srec, problems)
 
 
 def from_json(a):
@@ -605,6 +670,8 @@ def main(argv):
             traffic_part(rig, a, trials, problems, sessions, ndr)
         if "stall" in a.parts:
             stall_part(rig, a, trials, problems, sessions, ndr)
+        if "steal" in a.parts:
+            steal_part(rig, a, trials, problems, sessions)
 
     def teardown():
         rig.down()

@@ -22,8 +22,10 @@
 # QUICK is the smoke mode, every experiment in its --quick form and
 # narrower still: the datapath at 1514 B only, 5 rounds, no live-frames
 # check; latency at loads 0 and 0.9; iperf3 without its perf profile;
+# exp_xsk with its steal part (2 pairs) instead of the low-load trial;
 # exp_nf the firewall's NDR pair and the mix (no fig12); exp_migrate
-# upgrade, ckpt and copy, holding 1000 payloads. Under 5 minutes here. The full suite takes about 37 minutes. Run as root after `make`.
+# upgrade, ckpt and copy, holding 1000 payloads. Under 5 minutes here
+# (3 min 58 s, docs/benchmarks.md "The suite"). The full suite takes about 37 minutes. Run as root after `make`.
 #
 # Exit status: 0 every experiment ran (whether or not its targets were met:
 # read the table), 1 an experiment failed to run (the others still run; the

@@ -9,6 +9,7 @@ from nfsl import ndr as N
 from xsk_rig import (
     ARCHS, COLORS, LOSS_MAX, PATHS, TARGET_POSTED, TARGET_RXDROP_PPS,
     TARGET_STALL)
+import xsk_steal
 
 
 # ------------------------------------------------------------ summary --
@@ -100,6 +101,7 @@ def summarize(a, trials, ndr, caps):
                 "loss_frac", "delivered_pps")} | {
                 "kernel": r["nfc"]["kernel"], "per_worker_rx": r["nfc"]["per_worker_rx"],
                 "working_set_live": r.get("working_set_live")})
+    S["steal"] = xsk_steal.summarize(trials, a.steal_threshold_ms)
     S["targets"] = targets(S, a.bisect)
     return S
 
@@ -213,6 +215,7 @@ def print_summary(S):
                         fmt(1 - r["loss_frac"] if r["loss_frac"] is not None else None),
                         r["kernel"]["rx_fill_empty"], r["kernel"]["rx_ring_full"]]
                        for r in S["stall"]])
+    xsk_steal.print_steal(S.get("steal") or {})
     t = S["targets"]
     print("\ntargets:")
     if t.get("bisection_step"):
@@ -242,6 +245,7 @@ def csv_rows(trials):
     for r in trials:
         row = {k: r.get(k) for k in ("part", "round", "kind", "path", "arch", "nf", "size",
                                       "sliced", "flows", "workers", "slow_us", "share",
+                                      "rep", "load_pps",
                                       "offered_pps", "achieved_pps", "sent", "delivered",
                                       "loss_frac", "delivered_pps", "lost_before_nf",
                                       "pass", "gen_kept_up")}
@@ -254,6 +258,8 @@ def csv_rows(trials):
         for k, v in (r.get("cpu_ns_per_pkt") or {}).items():
             row[f"cpu_{k}_per_pkt"] = v
         row["nf_cpu_other_frac"] = r.get("nf_cpu_other_frac")
+        row["steal_ms"] = (sum(c.get("steal_ns", 0) for c in r["cpus"].values()) / 1e6
+                           if r.get("cpus") else None)
         lv = r.get("working_set_live") or {}
         row["ws_live_written"] = lv.get("written")
         row["ws_live_inflight"] = lv.get("inflight")

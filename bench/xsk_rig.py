@@ -498,7 +498,8 @@ class Session:
         rec["gen_kept_up"] = (not offered) or achieved >= GEN_KEEP_UP * offered
         cs = cpustat.delta(s0, s1, cpus=[self.a.gen_cpu, self.a.nf_cpu])
         rec["cpus"] = {str(c): {"busy_ns": r["busy_ns"], "nonidle_ns": r["nonidle_ns"],
-                                "steal_ns": r["steal_ns"], "wall_ns": cs["wall_ns"]}
+                                "steal_ns": r["steal_ns"], "softirq_ns": r["softirq_ns"],
+                                "wall_ns": cs["wall_ns"]}
                        for c, r in cs["cpus"].items()}
         if c0 and c1:
             n = got or 1

@@ -169,23 +169,223 @@ static __always_inline bool nfsl_for_us(const struct ethhdr *eth,
 }
 
 /*
+ * nfsl_route_key - fill the lookup input of the packet @p of @ctx into
+ * @fib: ingress, family, L4 protocol and ports (fib rules may match
+ * sport/dport/ipproto), tos (IPv4) or flowclass and flow label (IPv6),
+ * addresses. tot_len stays 0: it is no part of the route, only of its MTU
+ * check. Returns 0, or -1 when the headers are out of the frame.
+ */
+static __always_inline int nfsl_route_key(struct xdp_md *ctx, const struct nfsl_pkt *p,
+					  struct bpf_fib_lookup *fib)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__be16 *ports = data + p->l4off;
+
+	if ((void *)(ports + 2) > data_end)
+		return -1;
+	fib->ifindex = ctx->ingress_ifindex;
+	fib->l4_protocol = p->proto;
+	fib->sport = ports[0];
+	fib->dport = ports[1];
+	if (p->v6) {
+		struct ipv6hdr *ip6 = data + p->l3off;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return -1;
+		fib->family = NFSL_AF_INET6;
+		fib->flowinfo = *(__be32 *)ip6 & nfsl_htonl(0x0fffffff);
+		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, 16);
+		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
+	} else {
+		struct iphdr *iph = data + p->l3off;
+
+		if ((void *)(iph + 1) > data_end)
+			return -1;
+		fib->family = NFSL_AF_INET;
+		fib->tos = iph->tos;
+		fib->ipv4_src = iph->saddr;
+		fib->ipv4_dst = iph->daddr;
+	}
+	return 0;
+}
+
+/* What a lookup decided besides its verdict: kept by the verdict cache. */
+struct nfsl_route_out {
+	__u32 part; /* store partition of the egress (NFSL_ROUTE_SLICE) */
+	__u32 mtu;  /* egress MTU the kernel checked, 0: none was checked */
+	__u32 nat;  /* conntrack's NAT rewrote the destination first */
+};
+
+/*
+ * nfsl_route_lookup - the kernel's verdict on @fib (nfsl_route_key's
+ * input, tot_len set): one FIB lookup without the neighbour table
+ * (BPF_FIB_LOOKUP_SKIP_NEIGH, Linux >= 6.3), a conntrack lookup and a
+ * second FIB lookup when the first says local. Returns enum nfsl_route,
+ * with @o filled.
+ */
+static __always_inline int nfsl_route_lookup(struct xdp_md *ctx, const struct nfsl_config *cfg,
+					     struct bpf_fib_lookup *fib, struct nfsl_route_out *o)
+{
+	__u32 out;
+	long rc;
+
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && nfsl_ct_nat_dst(ctx, fib)) {
+		o->nat = 1;
+		fib->ifindex = ctx->ingress_ifindex;
+		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	}
+	switch (rc) {
+	case BPF_FIB_LKUP_RET_SUCCESS:
+	case BPF_FIB_LKUP_RET_NO_NEIGH:
+		o->mtu = fib->mtu_result; /* the MTU checked (Linux >= 5.12) */
+		out = nfsl_iface_idx(cfg, fib->ifindex);
+		if (out >= NFSL_MAX_IFACES)
+			return NFSL_ROUTE_OTHER;
+		o->part = cfg->ifaces[out].part;
+		return NFSL_ROUTE_SLICE;
+	case BPF_FIB_LKUP_RET_NOT_FWDED:
+	case BPF_FIB_LKUP_RET_FWD_DISABLED:
+		return NFSL_ROUTE_LOCAL;
+	case BPF_FIB_LKUP_RET_FRAG_NEEDED:
+		o->mtu = fib->mtu_result;
+		return NFSL_ROUTE_MTU;
+	default:
+		return rc < 0 ? NFSL_ROUTE_ERR : NFSL_ROUTE_OTHER;
+	}
+}
+
+/*
+ * The route verdict cache (issue 19 item 2; docs/format.md "Where a packet
+ * is sliced"): per CPU, direct-mapped, NFSL_RC_ENTRIES entries indexed by
+ * a hash of the lookup input, the whole input compared on a hit. An array
+ * because its lookup is inlined by the verifier (a hash map costs a
+ * helper call and its own hashing: docs/benchmarks.md "Route verdict
+ * cache"); per CPU so that an entry is never read half written. The key
+ * is struct bpf_fib_lookup's input words as nfsl_route_key fills them
+ * (bytes 0-47, tot_len 0): everything XDP's FIB lookup takes. XDP's
+ * bpf_fib_lookup has no mark (the skb's mark does not exist yet; only
+ * BPF_FIB_LOOKUP_MARK of tc programs, Linux >= 6.10, takes one), so
+ * mark-based rules never match here with or without the cache.
+ * An entry holds until user space bumps the domain's route generation
+ * (nfsl_route_gen, pinned "route_gen": nfsl_route_gen_bump) or its age
+ * passes cfg->route_cache_us, read on the coarse clock (one tick, 4 ms at
+ * HZ=250, of slack). The MTU check stays exact per packet: an entry keeps
+ * the egress MTU and every hit compares this packet's length with it.
+ */
+#define NFSL_RC_ENTRIES 4096 /* a power of two: 256 KiB per CPU */
+#define NFSL_RC_KEY_WORDS 6 /* 48 bytes of struct bpf_fib_lookup */
+#define NFSL_RC_NAT 0x80     /* verdict bit: conntrack's NAT rewrote the dst */
+
+struct nfsl_rc_entry {
+	__u64 key[NFSL_RC_KEY_WORDS];
+	__u64 made_ns; /* bpf_ktime_get_coarse_ns() when filled */
+	__u32 gen;     /* route generation it was filled under */
+	__u16 mtu;     /* egress MTU checked, 0: none (local, unreachable) */
+	__u8 verdict;  /* enum nfsl_route | NFSL_RC_NAT; ERR: no entry */
+	__u8 part;     /* store partition of the egress */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NFSL_RC_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct nfsl_rc_entry);
+} nfsl_rcache SEC(".maps");
+
+/* The domain's route generation: user space adds 1 through an mmap on
+ * every change that may change a verdict (nfsl_route_gen_bump). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} nfsl_route_gen SEC(".maps");
+
+_Static_assert(offsetof(struct bpf_fib_lookup, ipv6_dst) + 16 == NFSL_RC_KEY_WORDS * 8,
+	       "the cache key is the FIB lookup's input");
+
+static __always_inline __u32 nfsl_rc_hash(const __u64 *k)
+{
+	__u64 x = k[0] ^ k[1] ^ k[2] ^ k[3] ^ k[4] ^ k[5];
+
+	x ^= x >> 32;
+	return ((__u32)x * 0x9e3779b1u) >> 20; /* top 12 bits: NFSL_RC_ENTRIES */
+}
+
+_Static_assert(NFSL_RC_ENTRIES == 1 << 12, "nfsl_rc_hash takes 12 bits");
+
+/*
+ * nfsl_route_cached - the verdict of nfsl_route_lookup for @fib (key
+ * filled, tot_len 0) and a packet of @len IP bytes, from the cache when
+ * an entry of this key, generation and age is there; else looked up and
+ * filled in. Counts route_cache_hit / route_cache_miss in @cnt.
+ */
+static __always_inline int nfsl_route_cached(struct xdp_md *ctx, const struct nfsl_config *cfg,
+					     struct nfsl_counters *cnt,
+					     struct bpf_fib_lookup *fib, __u32 len, __u32 *dst)
+{
+	const __u64 *k = (const __u64 *)fib;
+	struct nfsl_route_out o = {};
+	struct nfsl_rc_entry *e;
+	__u32 zero = 0, idx = nfsl_rc_hash(k), v;
+	__u64 now = bpf_ktime_get_coarse_ns(), *gen;
+
+	gen = bpf_map_lookup_elem(&nfsl_route_gen, &zero);
+	e = bpf_map_lookup_elem(&nfsl_rcache, &idx);
+	if (!gen || !e)
+		return NFSL_ROUTE_ERR;
+	v = e->verdict & ~NFSL_RC_NAT;
+	if (e->gen == (__u32)*gen && v != NFSL_ROUTE_ERR &&
+	    now - e->made_ns < (__u64)cfg->route_cache_us * 1000 &&
+	    e->key[0] == k[0] && e->key[1] == k[1] && e->key[2] == k[2] &&
+	    e->key[3] == k[3] && e->key[4] == k[4] && e->key[5] == k[5]) {
+		if (e->mtu && len > e->mtu) {
+			cnt->route_cache_hit++;
+			return NFSL_ROUTE_MTU;
+		}
+		/* Too big for it, the route is unknown: look up again. */
+		if (v != NFSL_ROUTE_MTU) {
+			cnt->route_cache_hit++;
+			*dst = e->part;
+			return v;
+		}
+	}
+	cnt->route_cache_miss++;
+	__builtin_memcpy(e->key, k, sizeof(e->key));
+	e->gen = *gen;
+	fib->tot_len = len;
+	v = nfsl_route_lookup(ctx, cfg, fib, &o);
+	/* The clock read before the lookup: an entry never outlives its age
+	 * limit by the lookup's time. */
+	e->made_ns = now;
+	e->mtu = o.mtu;
+	e->part = o.part;
+	e->verdict = v | (o.nat ? NFSL_RC_NAT : 0);
+	*dst = o.part;
+	return v;
+}
+
+/*
  * nfsl_route - decide whether the packet @p of @ctx, which entered on the
  * domain's interface cfg->ifaces[@in] (nfsl_iface_idx of its ingress),
  * may be sliced; when it may, *@dst is the store partition of its egress
- * (nfsl_iface.part). Returns enum nfsl_route. Cost: one FIB lookup without the neighbour
- * table (BPF_FIB_LOOKUP_SKIP_NEIGH, Linux >= 6.3), paid only by packets
- * large enough to slice.
+ * (nfsl_iface.part). Returns enum nfsl_route. Cost: nfsl_route_lookup,
+ * paid only by packets large enough to slice; with cfg->route_cache_us,
+ * mostly a hit of the verdict cache instead (nfsl_route_cached, counted
+ * in @cnt).
  */
-static __always_inline int nfsl_route(struct xdp_md *ctx,
-				      const struct nfsl_config *cfg,
-				      const struct nfsl_pkt *p, __u32 in, __u32 *dst)
+static __always_inline int nfsl_route(struct xdp_md *ctx, const struct nfsl_config *cfg,
+				      struct nfsl_counters *cnt, const struct nfsl_pkt *p,
+				      __u32 in, __u32 *dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
-	__be16 *ports = data + p->l4off;
-	__u32 out;
-	long rc;
+	struct nfsl_route_out o = {};
+	int v;
 
 	if (in >= NFSL_MAX_IFACES || (cfg->ifaces[in].flags & NFSL_IF_NF_PORT))
 		return NFSL_ROUTE_OTHER;
@@ -194,56 +394,14 @@ static __always_inline int nfsl_route(struct xdp_md *ctx,
 		return NFSL_ROUTE_L2;
 	if (!NFSL_ROUTE_FIB)
 		return NFSL_ROUTE_SLICE;
-	if ((void *)(ports + 2) > data_end)
+	if (nfsl_route_key(ctx, p, &fib))
 		return NFSL_ROUTE_ERR;
-
-	fib.ifindex = ctx->ingress_ifindex;
-	fib.l4_protocol = p->proto;
-	fib.sport = ports[0];
-	fib.dport = ports[1];
+	if (cfg->route_cache_us)
+		return nfsl_route_cached(ctx, cfg, cnt, &fib, p->l3end - p->l3off, dst);
 	fib.tot_len = p->l3end - p->l3off;
-	if (p->v6) {
-		struct ipv6hdr *ip6 = data + p->l3off;
-
-		if ((void *)(ip6 + 1) > data_end)
-			return NFSL_ROUTE_ERR;
-		fib.family = NFSL_AF_INET6;
-		fib.flowinfo = *(__be32 *)ip6 & nfsl_htonl(0x0fffffff);
-		__builtin_memcpy(fib.ipv6_src, &ip6->saddr, 16);
-		__builtin_memcpy(fib.ipv6_dst, &ip6->daddr, 16);
-	} else {
-		struct iphdr *iph = data + p->l3off;
-
-		if ((void *)(iph + 1) > data_end)
-			return NFSL_ROUTE_ERR;
-		fib.family = NFSL_AF_INET;
-		fib.tos = iph->tos;
-		fib.ipv4_src = iph->saddr;
-		fib.ipv4_dst = iph->daddr;
-	}
-
-	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && nfsl_ct_nat_dst(ctx, &fib)) {
-		fib.ifindex = ctx->ingress_ifindex;
-		rc = bpf_fib_lookup(ctx, &fib, sizeof(fib),
-				    BPF_FIB_LOOKUP_SKIP_NEIGH);
-	}
-	switch (rc) {
-	case BPF_FIB_LKUP_RET_SUCCESS:
-	case BPF_FIB_LKUP_RET_NO_NEIGH:
-		out = nfsl_iface_idx(cfg, fib.ifindex);
-		if (out >= NFSL_MAX_IFACES)
-			return NFSL_ROUTE_OTHER;
-		*dst = cfg->ifaces[out].part;
-		return NFSL_ROUTE_SLICE;
-	case BPF_FIB_LKUP_RET_NOT_FWDED:
-	case BPF_FIB_LKUP_RET_FWD_DISABLED:
-		return NFSL_ROUTE_LOCAL;
-	case BPF_FIB_LKUP_RET_FRAG_NEEDED:
-		return NFSL_ROUTE_MTU;
-	default:
-		return rc < 0 ? NFSL_ROUTE_ERR : NFSL_ROUTE_OTHER;
-	}
+	v = nfsl_route_lookup(ctx, cfg, &fib, &o);
+	*dst = o.part;
+	return v;
 }
 
 #endif /* NFSL_ROUTE_H */

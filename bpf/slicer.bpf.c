@@ -304,8 +304,9 @@ static __always_inline bool nfsl_partial(__u32 pseudo, __u32 hk, __u32 l4len,
 /*
  * Sum of the L4 header as received (checksum field included) and of the
  * kept payload bytes, and the received checksum. The fixed header is summed
- * in registers from the packet; TCP options and kept bytes, when there are
- * any, go through the scratch map to bpf_csum_diff.
+ * in registers from the packet, and so are TCP options and kept bytes up
+ * to 40 B in whole words; more, or a part word, go through the scratch
+ * map to bpf_csum_diff.
  */
 static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 				       const struct nfsl_pkt *p, __u32 hk_len,
@@ -333,6 +334,27 @@ static __always_inline int nfsl_l4_sum(struct xdp_md *ctx,
 	rest = hk_len - fixed;
 	if (!rest)
 		return 0;
+	/* Whole words up to the largest TCP options (timestamps: 12 B; or
+	 * a keep of a few words) are summed in place, in registers: two
+	 * helper calls saved, the load into the scratch map and
+	 * bpf_csum_diff (~20 ns each here). */
+	if (!(rest & 3) && rest <= NFSL_L4HDR_MAX - sizeof(struct tcphdr)) {
+		__u8 *o = l4 + fixed;
+		__u64 s = *sum;
+
+		NFSL_UNROLL
+		for (int i = 0; i < (NFSL_L4HDR_MAX - sizeof(struct tcphdr)) / 4; i++) {
+			if (4 * i >= rest)
+				break;
+			if (o + 4 * i + 4 > (__u8 *)data_end)
+				return -1;
+			s += nfsl_load32(o + 4 * i);
+		}
+		s = (s & 0xffffffff) + (s >> 32);
+		s = (s & 0xffffffff) + (s >> 32);
+		*sum = (__u32)s;
+		return 0;
+	}
 	sc = nfsl_get_scratch();
 	if (!sc || rest > sizeof(sc->l4) ||
 	    bpf_xdp_load_bytes(ctx, p->l4off + fixed, sc->l4, rest))
@@ -351,12 +373,19 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 	void *data_end = (void *)(long)ctx->data_end;
 	void *l3 = data + p->l3off, *l4 = data + p->l4off;
 	__u32 l3len = tok_off + NFSL_TOKEN_LEN - p->l3off;
+	struct nfsl_token *t = data + (tok_off & 0x3fff); /* the verifier's bound */
 
 	if (l3 + (p->v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) > data_end ||
 	    l4 + sizeof(struct tcphdr) > data_end)
 		return -1;
 	nfsl_ip_rewrite(l3, p->v6, NFSL_DSCP_SLICED, l3len);
 	nfsl_l4_rewrite(l4, p->proto, l3len - (p->l4off - p->l3off), csum);
+	/* Written in place where it lies in the frame's linear part (every
+	 * single-buffer frame): a helper call saved, ~20 ns here. */
+	if (tok_off <= 0x3fff && (void *)(t + 1) <= data_end) {
+		__builtin_memcpy(t, tok, sizeof(*tok));
+		return 0;
+	}
 	return bpf_xdp_store_bytes(ctx, tok_off, tok, sizeof(*tok));
 }
 
@@ -590,7 +619,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_big++;
 		return XDP_PASS;
 	}
-	switch (nfsl_route(ctx, cfg, &p, in, &dst)) {
+	switch (nfsl_route(ctx, cfg, cnt, &p, in, &dst)) {
 	case NFSL_ROUTE_SLICE:
 		break;
 	case NFSL_ROUTE_L2:

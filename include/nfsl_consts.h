@@ -45,6 +45,13 @@
 #define NFSL_DEF_KEEP 0        /* payload bytes */
 #define NFSL_DEF_SLOTS 4096
 #define NFSL_DEF_EXPIRY 2      /* allocator wrap-arounds, PayloadPark Alg. 1 */
+/* Age limit of a cached route verdict (bpf/nfsl_route.h), ms: how long a
+ * route change that no one reported (no nfsliced, a conntrack entry that
+ * came or went) may go unseen. 200 ms is at most one minimum TCP RTO
+ * (Linux TCP_RTO_MIN) of a flow's packets passed unsliced or dropped by a
+ * guard, and costs one lookup per flow and CPU every 200 ms. */
+#define NFSL_DEF_ROUTE_CACHE_MS 200
+#define NFSL_MAX_ROUTE_CACHE_MS 10000
 #define NFSL_MAX_SLOTS (1u << 20)
 #define NFSL_MAX_EXPIRY 255
 #define NFSL_MAX_IFACES 16

@@ -91,7 +91,9 @@ struct nfsl_slot {
 	X(parked_bytes)  /* payload bytes kept out of the NF */                \
 	X(events_lost)   /* drop events the full ring buffer refused */       \
 	X(skipped_csum)  /* CHECKSUM_PARTIAL, sliced seed = full checksum */ \
-			 /* under two generations: passed unsliced */ \
+			 /* under two generations: passed unsliced */  \
+	X(route_cache_hit)  /* route verdicts the slicer's cache gave */      \
+	X(route_cache_miss) /* route lookups made with the cache on */        \
 	X(escaped_dropped) /* guard: a sliced header leaving through an */  \
 			 /* interface without a splicer, or delivered */    \
 			 /* locally: slot freed, dropped (bpf/guard.bpf.c) */
@@ -284,6 +286,10 @@ struct nfsl_config {
 	__u64 key_old[2]; /* SipHash-2-4 key of the instance a copy-mode
 			   * migration imported payloads from; honoured by
 			   * the splicers only with NFSL_CFG_KEY_OLD */
+	__u32 route_cache_us; /* age limit of a cached route verdict, us
+			       * (bpf/nfsl_route.h); 0: no cache, every
+			       * packet looked up (attach --route-cache off) */
+	__u32 pad_rc;
 };
 
 /*

@@ -18,12 +18,15 @@ struct attach_opts {
 	const char *tenants;  /* tenants file (userspace/lib/nfsl/tenant.h), or NULL */
 	__u32 threshold, keep, slots, expiry;
 	__u32 ttl; /* ms, 0: off */
+	__u32 route_cache_age; /* ms */
 	int mode; /* index into modes[] */
+	int route_cache; /* index into off_on[] */
 	bool no_ct_liberal;
 	bool events; /* write drop events (NFSL_CFG_EVENTS) */
 };
 
 static const char *const modes[] = { "native", "skb", NULL };
+static const char *const off_on[] = { "off", "on", NULL };
 
 static const struct attach_opts attach_defaults = {
 	.name = "default",
@@ -32,6 +35,8 @@ static const struct attach_opts attach_defaults = {
 	.slots = NFSL_DEF_SLOTS,
 	.expiry = NFSL_DEF_EXPIRY,
 	.ttl = NFSL_DEF_TTL_MS,
+	.route_cache = 1,
+	.route_cache_age = NFSL_DEF_ROUTE_CACHE_MS,
 };
 
 static int run_attach(void *o, int argc, char **argv)
@@ -46,6 +51,7 @@ static int run_attach(void *o, int argc, char **argv)
 		.slots = opt->slots,
 		.expiry = opt->expiry,
 		.ttl = opt->ttl,
+		.route_cache_ms = opt->route_cache ? opt->route_cache_age : 0,
 		.mode = opt->mode,
 		.no_ct_liberal = opt->no_ct_liberal,
 		.events = opt->events,
@@ -89,6 +95,15 @@ static const struct nfsl_opt attach_table[] = {
 	  .unit = NFSL_MS, .metavar = "MS",
 	  .help = "evict payloads parked longer than MS ms, on top of --expiry (default 10, "
 		  "0 off; applied by nfsliced's TTL scan or nfslice evict)" },
+	{ "route-cache", NFSL_OPT_ENUM, offsetof(struct attach_opts, route_cache),
+	  .choices = off_on, .metavar = "off|on",
+	  .help = "cache the slicer's route verdicts per flow and CPU (default on): "
+		  "off looks every packet up in the FIB (and conntrack), as before" },
+	{ "route-cache-age", NFSL_OPT_DURATION, offsetof(struct attach_opts, route_cache_age),
+	  1, NFSL_MAX_ROUTE_CACHE_MS, .unit = NFSL_MS, .metavar = "MS",
+	  .help = "a cached route verdict is looked up again after MS ms (default 200): "
+		  "the longest a route change nfslice or nfsliced did not report goes "
+		  "unseen (nfslice set --route-flush reports one)" },
 	{ "mode", NFSL_OPT_ENUM, offsetof(struct attach_opts, mode), .choices = modes,
 	  .metavar = "MODE", .help = "XDP mode: native or skb (default native)" },
 	{ "nf-port", NFSL_OPT_STR, offsetof(struct attach_opts, nf_ports),

@@ -13,6 +13,7 @@
 #include "nfslice.h"
 #include "nfsl/cfg.h"
 #include "nfsl/ctl.h"
+#include "nfsl/route.h"
 #include "util/json_writer.h"
 #include "nfsl/tenant.h"
 
@@ -26,6 +27,7 @@ struct set_opts {
 	int mode;      /* index into tenant_modes[] */
 	int events;    /* index into event_modes[] */
 	bool json;
+	bool route_flush;
 };
 
 static const char *const tenant_modes[] = { "unchanged", "static", "dynamic", NULL };
@@ -266,9 +268,49 @@ static int check_set(const void *p)
 	return o->quota ? quota_each(o->quota, quota_form_only, NULL) : 0;
 }
 
-static int run_set(void *p, int argc, char **argv)
+/*
+ * Every successful set ends here: the domain's route generation is bumped
+ * (route.h), so the slicers look every flow up again. With --route-flush
+ * alone it is all set does, and says so. Returns 0 or -1 after a message.
+ */
+static int route_flush(const struct set_opts *o, const char *dir, bool alone)
 {
-	const struct set_opts *o = p;
+	struct nfsl_domain d;
+	__u64 gen = 0;
+	int rc = nfsl_domain_open_dir(&d, dir);
+
+	if (rc)
+		return nfsl_err_domain(rc, o->name);
+	rc = nfsl_route_gen_bump(&d, &gen);
+	nfsl_domain_close(&d);
+	if (rc == -ENOENT)
+		return nfsl_err("domain '%s' has no route generation (attached by an older "
+				"nfslice): run nfslice upgrade --name %s", o->name, o->name);
+	if (rc)
+		return nfsl_err("cannot bump the route generation of domain '%s': %s", o->name,
+				strerror(-rc));
+	if (!alone)
+		return 0;
+	if (o->json) {
+		struct json_writer jw;
+
+		jsonw_init(&jw, stdout);
+		jsonw_start_object(&jw);
+		jsonw_string_field(&jw, "name", o->name);
+		jsonw_uint_field(&jw, "route_gen", gen);
+		jsonw_end_object(&jw);
+	} else {
+		printf("nfslice: domain '%s': cached route verdicts flushed (route generation "
+		       "%llu)\n", o->name, (unsigned long long)gen);
+	}
+	return 0;
+}
+
+/* The change of set's options but --route-flush; @dir (PATH_MAX) gets
+ * the domain's directory, *@none whether there was no such change. 0, -1
+ * or NFSL_EXIT_USAGE after a message. */
+static int set_change(const struct set_opts *o, char *dir, bool *none)
+{
 	struct nfsl_cfg_change c = {
 		.has_threshold = o->has_threshold, .threshold = o->threshold,
 		.has_keep = o->has_keep,           .keep = o->keep,
@@ -277,14 +319,15 @@ static int run_set(void *p, int argc, char **argv)
 		.has_events = o->events != 0,      .events = o->events == 2,
 	};
 	struct nfsl_config cfg;
-	char dir[PATH_MAX], err[512];
+	char err[512];
 	bool ten = o->tenants || o->quota || o->mode;
 	__u64 cookie;
 	int rc;
 
-	if (!nfsl_cfg_change_any(&c) && !ten)
+	if (!nfsl_cfg_change_any(&c) && !ten && !o->route_flush)
 		return nfsl_err("nothing to change: give --threshold, --keep, --expiry, "
-				"--ttl, --events, --tenants, --quota or --tenant-mode"),
+				"--ttl, --events, --tenants, --quota, --tenant-mode or "
+				"--route-flush"),
 		       NFSL_EXIT_USAGE;
 	if (ten && nfsl_cfg_change_any(&c))
 		return nfsl_err("give tenant changes (--tenants, --quota, --tenant-mode) and "
@@ -293,11 +336,14 @@ static int run_set(void *p, int argc, char **argv)
 	if (o->tenants && o->quota)
 		return nfsl_err("--tenants FILE sets every quota: give --quota without it"),
 		       NFSL_EXIT_USAGE;
-	rc = nfsl_domain_dir(dir, sizeof(dir), o->name);
+	rc = nfsl_domain_dir(dir, PATH_MAX, o->name);
 	if (!rc)
 		rc = nfsl_netns_cookie(&cookie);
 	if (rc)
 		return nfsl_err_domain(rc, o->name);
+	*none = !nfsl_cfg_change_any(&c) && !ten;
+	if (*none)
+		return 0;
 	if (ten)
 		return set_tenants(o, dir);
 	rc = set_via_daemon(o, &c, cookie);
@@ -306,6 +352,16 @@ static int run_set(void *p, int argc, char **argv)
 	rc = nfsl_config_change(dir, &c, o->has_if_gen ? &o->if_gen : NULL, &cfg, err,
 				sizeof(err));
 	return report(o, rc, &cfg, err);
+}
+
+static int run_set(void *p, int argc, char **argv)
+{
+	const struct set_opts *o = p;
+	char dir[PATH_MAX];
+	bool none = false;
+	int rc = set_change(o, dir, &none);
+
+	return rc ? rc : route_flush(o, dir, none);
 }
 
 #define OFF(f) offsetof(struct set_opts, f)
@@ -338,6 +394,10 @@ static const struct nfsl_opt set_table[] = {
 	{ "if-gen", NFSL_OPT_U32, OFF(if_gen), 0, UINT32_MAX, .given = GIVEN(has_if_gen),
 	  .metavar = "GEN",
 	  .help = "change only if the configuration generation is still GEN" },
+	{ "route-flush", NFSL_OPT_FLAG, OFF(route_flush),
+	  .help = "drop the route verdicts the slicers cached (bump the route "
+		  "generation), after a route change nfsliced did not see; every set "
+		  "does it after its change" },
 	{ "json", NFSL_OPT_FLAG, OFF(json),
 	  .help = "print the configuration as written as one JSON object" },
 	{ "timeout", NFSL_OPT_DURATION, OFF(timeout), 1, 3600, .unit = NFSL_S, .metavar = "SECONDS",
@@ -369,7 +429,11 @@ const struct nfsl_cmd nfsl_cmd_set = {
 		"changes tenant keeps its payload until it is spliced, dropped or evicted\n"
 		"by the TTL (the new owner never takes another tenant's busy slot).\n"
 		"They are written on the pins under the same lock and generation,\n"
-		"whether nfsliced runs or not (its dynamic mode writes them the same way).",
+		"whether nfsliced runs or not (its dynamic mode writes them the same way).\n"
+		"Every set ends by bumping the domain's route generation: the route\n"
+		"verdicts the slicers cached (attach --route-cache) are looked up again\n"
+		"from the next packet on. --route-flush alone does only that, for a\n"
+		"route, rule, address, link or MTU change nfsliced does not report.",
 	.caps = NFSL_CAPS_READ,
 	.caps_why = "CAP_BPF opens and writes the pinned config, CAP_SYS_ADMIN enters "
 		    "the host's mount namespace",

@@ -138,6 +138,8 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_uint_field(&w, "ttl_ms", c->ttl_us / 1000);
 	jsonw_bool_field(&w, "ct_liberal_set", c->flags & NFSL_CFG_CT_LIBERAL_SET);
 	jsonw_bool_field(&w, "events", c->flags & NFSL_CFG_EVENTS);
+	jsonw_bool_field(&w, "route_cache", c->route_cache_us);
+	jsonw_uint_field(&w, "route_cache_age_ms", c->route_cache_us / 1000);
 	/* Keys retired lately: their tokens are stale here (retired.h). */
 	n = nfsl_retired_live(d->dir, &left);
 	jsonw_uint_field(&w, "retired_keys", n > 0 ? n : 0);
@@ -203,6 +205,10 @@ static void print_status_text(const struct nfsl_domain *d, const char *name,
 		printf(", ttl %u ms", c->ttl_us / 1000);
 	else
 		printf(", ttl off");
+	if (c->route_cache_us)
+		printf(", route cache %u ms", c->route_cache_us / 1000);
+	else
+		printf(", route cache off");
 	if (c->flags & NFSL_CFG_EVENTS)
 		printf(", drop events on");
 	printf("%s\n", c->flags & NFSL_CFG_CT_LIBERAL_SET ? ", set nf_conntrack_tcp_be_liberal" : "");
@@ -315,6 +321,18 @@ static int read_shown(const struct nfsl_domain *d, __u64 *v)
 	return 0;
 }
 
+/* Share of the route verdicts the slicers' cache gave, since attach (@p
+ * NULL) or over the interval since @p; < 0 when there was none (cache off,
+ * or nothing large enough to slice). */
+static double hit_rate(const __u64 *v, const __u64 *p)
+{
+	const size_t h = offsetof(struct nfsl_counters, route_cache_hit) / sizeof(__u64),
+		     m = offsetof(struct nfsl_counters, route_cache_miss) / sizeof(__u64);
+	__u64 hit = v[h] - (p ? p[h] : 0), all = hit + v[m] - (p ? p[m] : 0);
+
+	return all ? (double)hit / all : -1;
+}
+
 static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 		       const __u64 *p, __u64 *v, double secs)
 {
@@ -336,6 +354,10 @@ static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 		jsonw_uint_field(&w, "slots_busy", busy);
 		for (size_t i = 0; i < NR_SHOWN; i++)
 			jsonw_uint_field(&w, shown_name(i), v[i]);
+		if (hit_rate(v, NULL) >= 0)
+			jsonw_float_field_fmt(&w, "route_cache_hit_rate", "%.4f", hit_rate(v, NULL));
+		else
+			jsonw_null_field(&w, "route_cache_hit_rate");
 		if (p) {
 			jsonw_float_field_fmt(&w, "interval_s", "%.3f", secs);
 			jsonw_name(&w, "rates");
@@ -354,6 +376,11 @@ static int print_stats(const struct nfsl_domain *d, const struct show_opts *opt,
 				printf("  %12.1f /s", (v[i] - p[i]) / secs);
 			printf("\n");
 		}
+		if (!d->cfg.route_cache_us)
+			printf("  route cache off: every packet large enough to slice is looked up\n");
+		else if (hit_rate(v, p) >= 0)
+			printf("  route cache hit rate %.2f%%%s\n", 100 * hit_rate(v, p),
+			       p ? " in the interval" : "");
 	}
 	fflush(stdout);
 	return 0;

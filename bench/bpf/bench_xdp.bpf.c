@@ -71,13 +71,14 @@ int bench_xdp_route(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nfsl_config *cfg = nfsl_get_config();
+	struct nfsl_counters *cnt = nfsl_get_counters();
 	struct nfsl_pkt p = {};
 
-	if (!cfg || nfsl_parse(data, data_end, &p))
+	if (!cfg || !cnt || nfsl_parse(data, data_end, &p))
 		return XDP_PASS;
 	__u32 dst;
 
-	bench_sink = nfsl_route(ctx, cfg, &p, nfsl_iface_idx(cfg, ctx->ingress_ifindex), &dst);
+	bench_sink = nfsl_route(ctx, cfg, cnt, &p, nfsl_iface_idx(cfg, ctx->ingress_ifindex), &dst);
 	return XDP_PASS;
 }
 

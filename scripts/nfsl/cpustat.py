@@ -27,7 +27,8 @@ length. Softirq work done on the way out of a system call (e.g. the
 receive path run by a sender's local_bh_enable) is charged as softirq
 when a tick lands in it, as the kernel accounts it.
 
-Importable: snapshot(), delta(before, after, cpus, packets), table(d).
+Importable: snapshot(), parse_stat(text), delta(before, after, cpus, packets),
+table(d).
 """
 import json
 import os
@@ -41,18 +42,24 @@ USER_HZ = os.sysconf("SC_CLK_TCK")
 NS_PER_TICK = 1_000_000_000 // USER_HZ
 
 
+def parse_stat(text):
+    """Per-CPU times of a /proc/stat text in ns: {cpu: {field: ns}} with
+    FIELDS (proc(5): USER_HZ units; steal is the 8th column). The "cpu "
+    sum line and the other lines are left out."""
+    cpus = {}
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *vals = line.split()
+        cpus[int(name[3:])] = {k: int(v) * NS_PER_TICK
+                               for k, v in zip(FIELDS, vals)}
+    return cpus
+
+
 def _proc_stat():
     """Per-CPU /proc/stat times in ns: {cpu: {field: ns}}."""
-    cpus = {}
     with open("/proc/stat") as f:
-        for line in f:
-            if not line.startswith("cpu") or line.startswith("cpu "):
-                continue
-            name, *vals = line.split()
-            cpu = int(name[3:])
-            cpus[cpu] = {k: int(v) * NS_PER_TICK
-                         for k, v in zip(FIELDS, vals)}
-    return cpus
+        return parse_stat(f.read())
 
 
 def _softirqs():

@@ -47,6 +47,18 @@ BPFFS = Path("/sys/fs/bpf")
 TOPO_STATE_DIR = Path("/run/nfslice-topo")
 
 
+def bench_module(name):
+    """bench/NAME.py loaded as a module named NAME (bench is no package, and
+    no Python file edits sys.path: test_nfsl_package). Its own imports of
+    bench modules still need bench/ on the path: load only modules whose
+    imports are the standard library and nfsl."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def possible_cpus():
     """Number of possible CPUs (/sys/devices/system/cpu/possible): what
     libbpf sizes per-CPU maps by, and the store's partitions."""

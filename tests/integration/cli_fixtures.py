@@ -13,7 +13,8 @@ from nfsl.rig import describe, must, name, possible_cpus  # noqa: F401
 PREFIX = name("cli")
 PIN_NAMES = {"store", "config", "counters", "cursor", "splicer", "netns",
              "chain", "parklog", "mgr_counters", "residency", "tenant_cursor",
-             "tenant_counters", "tenant_prefix", "tenant_vlan", "events"}
+             "tenant_counters", "tenant_prefix", "tenant_vlan", "events",
+             "route_gen"}
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,8 @@ UDP_SEGMENT = 103
 def _send(argv):
     (host, port), o = _opts(argv, {"count": int, "size": int, "seed": int,
                                    "first": int, "tos": int, "pmtu": str,
-                                   "gso": int, "probe_mtu": bool})
+                                   "gso": int, "probe_mtu": bool,
+                                   "sport": int})
     count, size, first = o["count"], o["size"], o.get("first", 0)
     fam, typ, proto, _, addr = socket.getaddrinfo(host, int(port), 0,
                                                   socket.SOCK_DGRAM)[0]
@@ -107,6 +108,9 @@ def _send(argv):
         else:
             # IP_MTU_DISCOVER
             s.setsockopt(socket.IPPROTO_IP, 10, PMTU[o["pmtu"]])
+    if "sport" in o:    # one flow across sends: the same 5-tuple
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("::" if v6 else "0.0.0.0", o["sport"]))
     s.connect(addr)
     blk = block(o["seed"], size)
     res = {"sent": 0, "errors": {}}

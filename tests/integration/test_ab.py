@@ -9,7 +9,6 @@ targets NOT met, 1 when an experiment fails to run) with stand-in
 experiments. No rig, no BPF, nothing built: about a second.
 """
 import csv
-import importlib.util
 import os
 import re
 import signal
@@ -19,16 +18,7 @@ import time
 
 import pytest
 
-from nfsl.rig import ROOT
-
-
-def bench_module(name):
-    """bench/NAME.py as a module (stdlib only; bench is no package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
+from nfsl.rig import ROOT, bench_module
 
 ab_report = bench_module("ab_report")
 suite_targets = bench_module("suite_targets")

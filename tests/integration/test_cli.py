@@ -338,8 +338,9 @@ def test_stats_json(clean, domain):
     domain("sj", "dut0", "dut1")
     s = clean.stats("sj")
     assert set(s) == {"name", "slots", "slots_busy", *COUNTERS,
-                      *MGR_COUNTERS}
+                      *MGR_COUNTERS, "route_cache_hit_rate"}
     assert all(s[k] == 0 for k in MGR_COUNTERS), s
+    assert s["route_cache_hit_rate"] is None, s  # no route verdict yet
     assert s["name"] == "sj"
     assert s["slots"] == clean.status("sj")["slots"]
     assert s["slots_busy"] == 0
@@ -355,7 +356,8 @@ def test_stats_json(clean, domain):
     assert cp.returncode == 0 and len(lines) == 2, cp
     second = json.loads(lines[1])
     assert set(second) == {"name", "slots", "slots_busy", "interval_s",
-                           "rates", *COUNTERS, *MGR_COUNTERS}
+                           "rates", *COUNTERS, *MGR_COUNTERS,
+                           "route_cache_hit_rate"}
     assert set(second["rates"]) == {*COUNTERS, *MGR_COUNTERS}
 
 

@@ -89,8 +89,12 @@ def test_sliced_equals_unsliced(rigs, baseline, tmp_path, opts, keep, mode):
     # skipped as small, nothing lost, evicted or left in the store.
     want = predict(rt.fwd_sent + rt.rev_sent, keep=keep)
     assert set(stats) == {"name", "slots", "slots_busy", *COUNTERS,
-                          *MGR_COUNTERS}
-    got = {k: stats[k] for k in COUNTERS if k != "unparsed"}
+                          *MGR_COUNTERS, "route_cache_hit_rate"}
+    # Every sliced frame had a route verdict, from the cache or not.
+    assert stats["route_cache_hit"] + stats["route_cache_miss"] == \
+        want["sliced"], stats
+    got = {k: stats[k] for k in COUNTERS
+           if k not in ("unparsed", "route_cache_hit", "route_cache_miss")}
     assert got == {
         "sliced": want["sliced"], "spliced": want["sliced"],
         "skipped_small": want["skipped_small"],

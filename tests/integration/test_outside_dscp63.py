@@ -119,4 +119,4 @@ def test_large_dscp63_sliced_and_restored(runs):
             "skipped_big": 0, "evicted": 0}
     assert stats["slots_busy"] == 0
     assert set(stats) == {"name", "slots", "slots_busy", *COUNTERS,
-                          *MGR_COUNTERS}
+                          *MGR_COUNTERS, "route_cache_hit_rate"}

@@ -136,6 +136,7 @@ void h_setup(void)
 	H.tvlan = bpf_map__fd(h_sl->maps.nfsl_tvlan);
 	H.events = bpf_map__fd(h_sl->maps.nfsl_events);
 	H.retired = bpf_map__fd(h_sp->maps.nfsl_retired);
+	H.route_gen = bpf_map__fd(h_sl->maps.nfsl_route_gen);
 	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 }
 
@@ -191,6 +192,7 @@ void h_reset(void)
 		cr_assert_eq(bpf_map_update_elem(H.parklog, &i, &none, BPF_ANY), 0);
 	}
 	cr_assert_eq(bpf_map_update_elem(H.mgr, &zero, &mgr, BPF_ANY), 0);
+	h_route_flush();
 	{
 		static struct nfsl_retired none_retired;
 
@@ -331,4 +333,15 @@ void h_set_mtu(const char *dev, unsigned int mtu)
 
 	snprintf(cmd, sizeof(cmd), "ip link set dev %s mtu %u", dev, mtu);
 	cr_assert_eq(system(cmd), 0, "failed: %s", cmd);
+	h_route_flush();
+}
+
+void h_route_flush(void)
+{
+	__u32 zero = 0;
+	__u64 gen;
+
+	cr_assert_eq(bpf_map_lookup_elem(H.route_gen, &zero, &gen), 0);
+	gen++;
+	cr_assert_eq(bpf_map_update_elem(H.route_gen, &zero, &gen, BPF_ANY), 0);
 }

@@ -48,6 +48,7 @@ struct harness {
 	int tcursor, tcnt, tpfx, tvlan; /* the slicer's tenant maps */
 	int events; /* the drop events ring buffer (slicer and splicer) */
 	int retired; /* the splicer's retired keys (struct nfsl_retired) */
+	int route_gen; /* the slicer's route generation (one __u64) */
 	int ifindex; /* device of the splicer's skb; 0: loopback */
 	int if_in, if_out; /* ingress and egress domain interfaces */
 	struct nfsl_config cfg; /* as last written */
@@ -67,8 +68,12 @@ void h_configure(uint32_t threshold, uint32_t keep, uint32_t part_slots,
 		 uint32_t expiry);
 /* Write H.cfg as it is now (tests change single fields), keep the state. */
 void h_write_config(void);
-/* Zero the store, the park log, the counters and the cursor. */
+/* Zero the store, the park log, the counters and the cursor; flush the
+ * route verdict cache (h_route_flush). */
 void h_reset(void);
+/* Bump the route generation, as nfslice and nfsliced do after a route
+ * change: every cached route verdict is gone. */
+void h_route_flush(void);
 
 /* Move the test to @cpu (one of H.allowed). */
 void h_pin(int cpu);
@@ -97,7 +102,8 @@ void h_counters(struct nfsl_counters *c);
  * true when they are. */
 bool h_expect_counters(const struct nfsl_counters *want, const char *what);
 
-/* Set the MTU of @dev, an interface of the test's namespace. */
+/* Set the MTU of @dev, an interface of the test's namespace, and flush
+ * the route verdict cache. */
 void h_set_mtu(const char *dev, unsigned int mtu);
 
 void h_slot_read(uint32_t idx, struct nfsl_slot *s);

@@ -15,6 +15,7 @@
 #include "nfsl_siphash.h"
 #include "nfsl_store.h"
 #include "nfsl_token.h"
+#include "nfsl_splice.h"
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
@@ -241,5 +242,64 @@ Test(codec, parse)
 				  p.v6 == ri.v6 && p.proto == ri.proto &&
 				  p.dscp == ri.dscp && p.ecn == ri.ecn,
 			  "%s: parsed differently", pkt_name(&specs[i]));
+	}
+}
+
+/*
+ * nfsl_splice_quick_token (the splicers' not-ours path before the parse):
+ * where it answers, the token is where the full parse puts it; it leaves
+ * to the parse every frame whose token it cannot place without it
+ * (tagged, padded, DSCP 63, too short), so no sliced header skips the
+ * full way.
+ */
+Test(codec, splice_quick_token)
+{
+	static const struct {
+		const char *name;
+		struct pkt_spec s;
+		bool quick; /* answers (else NULL) */
+	} cases[] = {
+		{ "IPv4 UDP", { .size = 1514, .proto = PKT_UDP }, true },
+		{ "IPv4 TCP, a token's payload", { .size = 70, .proto = PKT_TCP }, true },
+		{ "IPv6 UDP", { .size = 1514, .v6 = 1, .proto = PKT_UDP }, true },
+		{ "IPv6 TCP + hop-by-hop", { .size = 600, .v6 = 1, .proto = PKT_TCP,
+					     .n_ext = 1, .ext = { PKT_EXT_HBH } }, true },
+		{ "IPv4 options 40 B", { .size = 300, .proto = PKT_UDP, .ip_opt = 40 }, true },
+		{ "DSCP 46", { .size = 300, .proto = PKT_UDP, .dscp = 46 }, true },
+		{ "DSCP 63", { .size = 300, .proto = PKT_UDP, .dscp = 63 }, false },
+		{ "IPv6 DSCP 63", { .size = 300, .v6 = 1, .proto = PKT_UDP, .dscp = 63 }, false },
+		{ "802.1Q", { .size = 300, .proto = PKT_UDP, .vlans = 1 }, false },
+		{ "padded 4 B", { .size = 300, .pad = 4, .proto = PKT_UDP }, false },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		uint8_t f[PKT_MAX];
+		struct pkt_spec s = cases[i].s;
+		struct nfsl_pkt p = {};
+		const struct nfsl_token *t;
+		uint32_t off;
+		size_t len;
+
+		pkt_spec_fit(&s);
+		len = pkt_build(&s, f);
+		cr_assert_gt(len, 0, "%s", cases[i].name);
+		t = nfsl_splice_quick_token(f, f + len, len);
+		if (!cases[i].quick) {
+			cr_expect_null(t, "%s: answered before the parse", cases[i].name);
+			continue;
+		}
+		cr_assert_eq(nfsl_parse(f, f + len, &p), 0, "%s", cases[i].name);
+		cr_assert(nfsl_splice_token_off(&p, &off), "%s", cases[i].name);
+		cr_expect_eq((const uint8_t *)t, f + off, "%s: token at %td, the parse's at %u",
+			     cases[i].name, t ? (const uint8_t *)t - f : -1, off);
+	}
+	/* Shorter than an IPv6 header after Ethernet, or cut off: NULL. */
+	{
+		uint8_t f[PKT_MAX];
+		struct pkt_spec s = { .size = 1514, .proto = PKT_UDP };
+		size_t len = pkt_build(&s, f);
+
+		cr_expect_null(nfsl_splice_quick_token(f, f + 40, 40));
+		cr_expect_null(nfsl_splice_quick_token(f, f + 1000, len), "token beyond data_end");
 	}
 }

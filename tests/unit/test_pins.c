@@ -70,6 +70,8 @@ Test(pins, slicer_maps_by_name, .init = make_top, .fini = remove_top)
 	expect_pin(sl->maps.nfsl_tpfx, "tenant_prefix");
 	expect_pin(sl->maps.nfsl_tvlan, "tenant_vlan");
 	expect_pin(sl->maps.nfsl_events, "events");
+	expect_pin(sl->maps.nfsl_route_gen, "route_gen");
+	cr_expect_null(bpf_map__pin_path(sl->maps.nfsl_rcache), "the route cache is the slicer's own");
 	cr_expect_null(bpf_map__pin_path(sl->maps.nfsl_scratch), "the scratch map is the slicer's own");
 	cr_expect_eq(bpf_map__max_entries(sl->maps.nfsl_store), 1234);
 	cr_expect_eq(bpf_map__max_entries(sl->maps.nfsl_parklog), 1234);

@@ -33,6 +33,7 @@
 #include "nfsl/domains.h"
 #include "nfsl/guard.h"
 #include "nfsl/netns.h"
+#include "nfsl/route.h"
 #include "util/util.h"
 
 #ifndef RTNLGRP_NEXTHOP
@@ -61,13 +62,23 @@ static int loop_ep = -1;
 /*
  * mgr_route_changed - the one place every route-affecting change of @w's
  * namespace (route, rule, address, nexthop, link, MTU: RTM_NEW* / DEL* of
- * those groups) is reported, so that whatever caches a route decision
- * learns of it.
+ * those groups; one call per batch of messages read) is reported: the
+ * route verdict cache of each of its domains is invalidated (issue 19
+ * item 2, nfsl_route_gen_bump_at), so a cached verdict is stale at most
+ * until this runs.
  */
 static void mgr_route_changed(struct watch *w)
 {
+	struct nfsl_dom_entry *v;
+	size_t n;
+
 	w->changes++;
-	/* route-verdict cache (issue 19 item 2): bump its generation here */
+	if (nfsl_domains_collect(&v, &n))
+		return;
+	for (size_t k = 0; k < n; k++)
+		if (v[k].cookie == w->cookie)
+			nfsl_route_gen_bump_at(v[k].dir, NULL);
+	free(v);
 }
 
 static void watch_close(struct watch *w)
@@ -289,6 +300,8 @@ bool mgr_links_event(__u64 tag)
 		return false;
 	w = &ws[tag - MGR_LINKS_TAG];
 	while (w->nl >= 0 && (len = recv(w->nl, buf, sizeof(buf), 0)) > 0) {
+		bool changed = false;
+
 		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)len);
 		     h = NLMSG_NEXT(h, len)) {
 			switch (h->nlmsg_type) {
@@ -304,12 +317,14 @@ bool mgr_links_event(__u64 tag)
 			case RTM_DELRULE:
 			case RTM_NEWNEXTHOP:
 			case RTM_DELNEXTHOP:
-				mgr_route_changed(w);
+				changed = true;
 				break;
 			default:
 				break;
 			}
 		}
+		if (changed)
+			mgr_route_changed(w);
 	}
 	/* ENOBUFS: messages lost; a link may be among them. */
 	if (len < 0 && errno == ENOBUFS) {

@@ -27,6 +27,7 @@
 #include "nfsl/netdev.h"
 #include "nfsl/pins.h"
 #include "nfsl/retired.h"
+#include "nfsl/route.h"
 #include "nfsl/settings.h"
 #include "nfsl/tenant.h"
 #include "util/params.h"
@@ -207,6 +208,7 @@ static int attach_config(const struct nfsl_attach_req *r, struct nfsl_config *cf
 		return nfsl_err("cannot make the domain's configuration: %s (the MAC key "
 				"comes from getrandom)", strerror(-err));
 	cfg->ttl_us = r->ttl * 1000;
+	cfg->route_cache_us = r->route_cache_ms * 1000;
 	if (r->events)
 		cfg->flags |= NFSL_CFG_EVENTS;
 	if (collect_ifaces(cfg, argc, argv, r->nf_ports, r->mode))
@@ -337,6 +339,10 @@ static int attach_domain(const struct nfsl_attach_req *r, const char *dir,
 	}
 	if (!err)
 		err = attach_slicers(dir, cfg, r->mode, spec);
+	/* Generation 1 from the first packet on: what any entry of a cache
+	 * (empty now) must match. */
+	if (!err && (err = nfsl_route_gen_bump_at(dir, NULL)))
+		nfsl_err("cannot write the route generation: %s", strerror(-err));
 	splicer_bpf__destroy(sp);
 	return err ? -1 : 0;
 }

@@ -13,6 +13,7 @@ struct nfsl_attach_req {
 	const char *tenants;  /* tenants file (tenant.h), or NULL */
 	__u32 threshold, keep, slots, expiry; /* bytes, bytes, slots, wraps */
 	__u32 ttl;            /* ms, 0: off */
+	__u32 route_cache_ms; /* age limit of cached route verdicts, ms; 0: no cache */
 	int mode;             /* XDP mode: 0 native, 1 skb */
 	bool no_ct_liberal;   /* leave nf_conntrack_tcp_be_liberal alone */
 	bool events;          /* write drop events (NFSL_CFG_EVENTS) */

@@ -371,7 +371,7 @@ const char *const nfsl_domain_pins[] = {
 	NFSL_PIN_SPLICER, NFSL_PIN_NETNS, NFSL_PIN_CHAIN, NFSL_PIN_PARKLOG,
 	NFSL_PIN_MGR_COUNTERS, NFSL_PIN_RESIDENCY, NFSL_PIN_TENANT_CURSOR,
 	NFSL_PIN_TENANT_COUNTERS, NFSL_PIN_TENANT_PREFIX, NFSL_PIN_TENANT_VLAN,
-	NFSL_PIN_EVENTS, NFSL_PIN_HOLDING,
+	NFSL_PIN_EVENTS, NFSL_PIN_HOLDING, NFSL_PIN_ROUTE_GEN,
 };
 _Static_assert(sizeof(nfsl_domain_pins) / sizeof(nfsl_domain_pins[0]) == NFSL_NR_DOMAIN_PINS,
 	       "NFSL_NR_DOMAIN_PINS counts nfsl_domain_pins");
@@ -512,6 +512,7 @@ int nfsl_config_init(struct nfsl_config *cfg, __u32 threshold, __u32 keep,
 	cfg->part_slots = slots / ncpus;
 	cfg->slots = cfg->part_slots * ncpus;
 	cfg->expiry = expiry;
+	cfg->route_cache_us = NFSL_DEF_ROUTE_CACHE_MS * 1000;
 	if (getrandom(cfg->key, sizeof(cfg->key), 0) != sizeof(cfg->key))
 		return errno ? -errno : -EIO;
 	return 0;

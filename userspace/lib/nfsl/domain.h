@@ -43,11 +43,14 @@
 /* The tag of an instance a migration attached holding (holding.h): there
  * only from its attach until it slices. */
 #define NFSL_PIN_HOLDING "holding"
+/* The slicer's route generation (one __u64, mmapable): its route verdict
+ * cache holds entries of the current generation only (route.h). */
+#define NFSL_PIN_ROUTE_GEN "route_gen"
 /* Every pin a domain directory may hold, all of them ours: the four maps
  * and the splicer every domain has first, then the rest (a domain attached
  * by an older nfslice may lack them). */
 extern const char *const nfsl_domain_pins[];
-#define NFSL_NR_DOMAIN_PINS 16
+#define NFSL_NR_DOMAIN_PINS 17
 #define NFSL_NR_DOMAIN_PINS_ALWAYS 5
 
 /* Serialises attach and detach of every domain on the host. */
@@ -182,7 +185,8 @@ int nfsl_counters_sum(int counters_fd, struct nfsl_counters *sum);
 /*
  * nfsl_config_init - a domain configuration as attach writes it: @slots
  * split evenly into @ncpus per-CPU partitions (rounded down to a multiple
- * of @ncpus), a fresh random SipHash key, no interfaces yet. Returns 0,
+ * of @ncpus), a fresh random SipHash key, no interfaces yet, the route
+ * verdict cache on with its default age (NFSL_DEF_ROUTE_CACHE_MS). Returns 0,
  * -EINVAL when @ncpus is not 1..NFSL_MAX_CPUS or @slots < @ncpus, or the
  * -errno of getrandom.
  */

@@ -68,6 +68,13 @@ static void plan_attach(struct nfsl_migration *m)
 				   "65535", "--slots", m->slots, "--keep", m->keep,
 				   "--expiry", m->expiry },
 	       11 * sizeof(char *));
+	/* The old instance's route cache, given only when not the default
+	 * (a target host's older nfslice knows no such option). */
+	snprintf(m->route_age, sizeof(m->route_age), "%u", m->d.cfg.route_cache_us / 1000);
+	if (m->d.cfg.route_cache_us != NFSL_DEF_ROUTE_CACHE_MS * 1000) {
+		m->attach_argv[n++] = m->d.cfg.route_cache_us ? "--route-cache-age" : "--route-cache";
+		m->attach_argv[n++] = m->d.cfg.route_cache_us ? m->route_age : "off";
+	}
 	if (r->nf_ports) {
 		m->attach_argv[n++] = "--nf-port";
 		m->attach_argv[n++] = (char *)r->nf_ports;

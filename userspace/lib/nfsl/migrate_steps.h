@@ -22,7 +22,7 @@ struct nfsl_migration {
 	bool remote;                        /* the target is another host: */
 	struct nfsl_remote rem;             /* every step there a command */
 	char *attach_argv[32]; /* nfslice attach ARGS for the new instance */
-	char slots[16], keep[16], expiry[16]; /* its values in attach_argv */
+	char slots[16], keep[16], expiry[16], route_age[16]; /* its values in attach_argv */
 	__u32 wait_ms;
 };
 

@@ -32,6 +32,7 @@ static const struct {
 	{ "nfsl_tvlan", NFSL_PIN_TENANT_VLAN },
 	{ "nfsl_events", NFSL_PIN_EVENTS },
 	{ "nfsl_residency", NFSL_PIN_RESIDENCY },
+	{ "nfsl_route_gen", NFSL_PIN_ROUTE_GEN },
 };
 
 /* The retired keys: pinned in the domain's retired list, not its dir. */

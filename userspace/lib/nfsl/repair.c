@@ -15,6 +15,7 @@
 #include "nfsl/ingress.h"
 #include "nfsl/netdev.h"
 #include "nfsl/pins.h"
+#include "nfsl/route.h"
 #include "nfsl/settings.h"
 
 /* Every missing splicer of @d back (the pinned one, @splicer), the GRO
@@ -123,6 +124,11 @@ static int repair_domain(struct nfsl_domain *d, const char *name)
 	if (n < 0)
 		return -1;
 	done += n;
+	/* Whatever changed on the interfaces, the slicers look it up again. */
+	if (nfsl_route_gen_bump(d, NULL))
+		nfsl_warn("nfslice: warning: ", "cannot bump the route generation: route "
+			  "verdicts cached before the repair hold for up to the domain's "
+			  "--route-cache-age");
 	if (nfsl_netns_probe(d->dir, &ino) == -ENOENT && !nfsl_netns_probe_create(d->dir)) {
 		printf("nfslice: namespace probe added (for nfslice gc)\n");
 		done++;

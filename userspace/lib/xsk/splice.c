@@ -238,21 +238,31 @@ static bool tok_carried(const struct nfsl_xsk_tok *t, const struct nfsl_token *t
 /*
  * The tc splicer's nfsl_token_find on a linear frame: does [@frame,
  * @frame + @len) end its IP packet with one of our tokens? Out: its parse
- * @p, the token @tok at @tok_off, the slot @s it names (NULL: beyond the
- * store). The MAC is skipped when @carry (or NULL) says this token
- * verified already (tok_carried); a token that verifies under the keys
- * is recorded in @rec (or NULL), which is zeroed otherwise.
+ * @p (not filled when false comes before the parse), the token @tok at
+ * @tok_off, the slot @s it names (NULL: beyond the store). The MAC is
+ * skipped when @carry (or NULL) says this token verified already
+ * (tok_carried); a token that verifies under the keys is recorded in
+ * @rec (or NULL), which is zeroed otherwise.
  */
 static bool nfsl_xsk_token_find(struct nfsl_xsk_store *st, __u8 *frame, __u32 len,
 				struct nfsl_pkt *p, __u32 *tok_off, struct nfsl_token *tok,
 				struct nfsl_slot **s, const struct nfsl_xsk_tok *carry,
 				struct nfsl_xsk_tok *rec)
 {
+	const struct nfsl_token *q;
 	struct nfsl_config c;
 	__u32 idx, seq;
 
 	if (rec)
 		memset(rec, 0, sizeof(*rec));
+	/* Most frames that are not ours are told before the parse, as the tc
+	 * splicer tells them (nfsl_splice_quick_token); @p is then not
+	 * filled. */
+	q = nfsl_splice_quick_token(frame, frame + len, len);
+	if (q && (!nfsl_token_index(q, &idx) ||
+		  (!nfsl_token_in_store(idx, st->nslots) &&
+		   !(st->retired && nfsl_retired_any(st->retired)))))
+		return false;
 	if (nfsl_parse(frame, frame + len, p) || !nfsl_splice_token_off(p, tok_off))
 		return false;
 	memcpy(tok, frame + *tok_off, sizeof(*tok));
