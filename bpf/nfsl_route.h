@@ -270,8 +270,8 @@ static __always_inline int nfsl_route_lookup(struct xdp_md *ctx, const struct nf
  * mark-based rules never match here with or without the cache.
  * An entry holds until user space bumps the domain's route generation
  * (nfsl_route_gen, pinned "route_gen": nfsl_route_gen_bump) or its age
- * passes cfg->route_cache_us, read on the coarse clock (one tick, 4 ms at
- * HZ=250, of slack). The MTU check stays exact per packet: an entry keeps
+ * passes cfg->route_cache_us, on the slicer's parking clock (read once per
+ * packet for both: a clock read is a helper call, ~20-40 ns here). The MTU check stays exact per packet: an entry keeps
  * the egress MTU and every hit compares this packet's length with it.
  */
 #define NFSL_RC_ENTRIES 4096 /* a power of two: 256 KiB per CPU */
@@ -280,7 +280,7 @@ static __always_inline int nfsl_route_lookup(struct xdp_md *ctx, const struct nf
 
 struct nfsl_rc_entry {
 	__u64 key[NFSL_RC_KEY_WORDS];
-	__u64 made_ns; /* bpf_ktime_get_coarse_ns() when filled */
+	__u64 made_ns; /* the slicer's parking clock when filled */
 	__u32 gen;     /* route generation it was filled under */
 	__u16 mtu;     /* egress MTU checked, 0: none (local, unreachable) */
 	__u8 verdict;  /* enum nfsl_route | NFSL_RC_NAT; ERR: no entry */
@@ -321,17 +321,19 @@ _Static_assert(NFSL_RC_ENTRIES == 1 << 12, "nfsl_rc_hash takes 12 bits");
  * nfsl_route_cached - the verdict of nfsl_route_lookup for @fib (key
  * filled, tot_len 0) and a packet of @len IP bytes, from the cache when
  * an entry of this key, generation and age is there; else looked up and
- * filled in. Counts route_cache_hit / route_cache_miss in @cnt.
+ * filled in. @now: the slicer's parking clock (ns). Counts
+ * route_cache_hit / route_cache_miss in @cnt.
  */
 static __always_inline int nfsl_route_cached(struct xdp_md *ctx, const struct nfsl_config *cfg,
 					     struct nfsl_counters *cnt,
-					     struct bpf_fib_lookup *fib, __u32 len, __u32 *dst)
+					     struct bpf_fib_lookup *fib, __u32 len, __u64 now,
+					     __u32 *dst)
 {
 	const __u64 *k = (const __u64 *)fib;
 	struct nfsl_route_out o = {};
 	struct nfsl_rc_entry *e;
 	__u32 zero = 0, idx = nfsl_rc_hash(k), v;
-	__u64 now = bpf_ktime_get_coarse_ns(), *gen;
+	__u64 *gen;
 
 	gen = bpf_map_lookup_elem(&nfsl_route_gen, &zero);
 	e = bpf_map_lookup_elem(&nfsl_rcache, &idx);
@@ -375,11 +377,11 @@ static __always_inline int nfsl_route_cached(struct xdp_md *ctx, const struct nf
  * (nfsl_iface.part). Returns enum nfsl_route. Cost: nfsl_route_lookup,
  * paid only by packets large enough to slice; with cfg->route_cache_us,
  * mostly a hit of the verdict cache instead (nfsl_route_cached, counted
- * in @cnt).
+ * in @cnt), aged on @now (the parking clock, ns).
  */
 static __always_inline int nfsl_route(struct xdp_md *ctx, const struct nfsl_config *cfg,
 				      struct nfsl_counters *cnt, const struct nfsl_pkt *p,
-				      __u32 in, __u32 *dst)
+				      __u32 in, __u64 now, __u32 *dst)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -397,7 +399,7 @@ static __always_inline int nfsl_route(struct xdp_md *ctx, const struct nfsl_conf
 	if (nfsl_route_key(ctx, p, &fib))
 		return NFSL_ROUTE_ERR;
 	if (cfg->route_cache_us)
-		return nfsl_route_cached(ctx, cfg, cnt, &fib, p->l3end - p->l3off, dst);
+		return nfsl_route_cached(ctx, cfg, cnt, &fib, p->l3end - p->l3off, now, dst);
 	fib.tot_len = p->l3end - p->l3off;
 	v = nfsl_route_lookup(ctx, cfg, &fib, &o);
 	*dst = o.part;

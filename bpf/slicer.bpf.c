@@ -392,7 +392,8 @@ static __always_inline int nfsl_write_sliced(struct xdp_md *ctx,
 static __always_inline int nfsl_slice(struct xdp_md *ctx,
 				      const struct nfsl_config *cfg,
 				      struct nfsl_counters *cnt,
-				      const struct nfsl_pkt *p, __u32 in, __u32 parked, __u32 dst)
+				      const struct nfsl_pkt *p, __u32 in, __u32 parked, __u32 dst,
+				      __u64 parked_ns)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -402,7 +403,6 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 	bool udp = p->proto == IPPROTO_UDP;
 	struct nfsl_park_rec *rec;
 	struct nfsl_token tok;
-	__u64 parked_ns;
 	struct nfsl_take t;
 	struct nfsl_tenant_counters *tc;
 	struct nfsl_slot *s;
@@ -491,7 +491,6 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 		   (rx_csum == 0xffff ? NFSL_SLOT_F_L4FFFF : 0) |
 		   (ip_csum == 0xffff ? NFSL_SLOT_F_IPFFFF : 0) | partial;
 	s->ifindex = ctx->ingress_ifindex;
-	parked_ns = NFSL_PARK_CLOCK();
 	s->parked_ns = parked_ns;
 
 	/* Shrink first: if it fails, the packet is still untouched. */
@@ -587,6 +586,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	struct nfsl_counters *cnt = nfsl_get_counters();
 	__u32 frame_len = data_end - data, paylen, keep, dst = 0, in;
 	struct nfsl_pkt p = {};
+	__u64 now;
 
 	if (!cfg || !cnt || !cfg->slots)
 		return XDP_PASS; /* domain not configured yet */
@@ -619,7 +619,9 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 		cnt->skipped_big++;
 		return XDP_PASS;
 	}
-	switch (nfsl_route(ctx, cfg, cnt, &p, in, &dst)) {
+	/* One clock read for the route cache's age and the parking time. */
+	now = NFSL_PARK_CLOCK();
+	switch (nfsl_route(ctx, cfg, cnt, &p, in, now, &dst)) {
 	case NFSL_ROUTE_SLICE:
 		break;
 	case NFSL_ROUTE_L2:
@@ -643,7 +645,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 				       NFSL_EV_INFO(&p, NFSL_EV_SKIPPED_ROUTE));
 		return XDP_PASS;
 	}
-	return nfsl_slice(ctx, cfg, cnt, &p, in, paylen - keep, dst);
+	return nfsl_slice(ctx, cfg, cnt, &p, in, paylen - keep, dst, now);
 }
 
 SEC("xdp")

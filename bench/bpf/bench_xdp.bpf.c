@@ -78,7 +78,8 @@ int bench_xdp_route(struct xdp_md *ctx)
 		return XDP_PASS;
 	__u32 dst;
 
-	bench_sink = nfsl_route(ctx, cfg, cnt, &p, nfsl_iface_idx(cfg, ctx->ingress_ifindex), &dst);
+	bench_sink = nfsl_route(ctx, cfg, cnt, &p, nfsl_iface_idx(cfg, ctx->ingress_ifindex),
+				bpf_ktime_get_ns(), &dst);
 	return XDP_PASS;
 }
 
