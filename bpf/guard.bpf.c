@@ -14,7 +14,11 @@
  *     port (lo and other domains' interfaces included: their splicer does
  *     not know our key); nfsl_guard_l3 for devices without an Ethernet
  *     header (ipip, gre, sit, wireguard, tun);
- *   - nfsl_guard_nf: netfilter LOCAL_IN, IPv4 and IPv6: local delivery.
+ *   - nfsl_guard_nf: netfilter LOCAL_IN, IPv4 and IPv6: local delivery;
+ *     and FORWARD, IPv4 and IPv6: every routed packet whose egress is not
+ *     a domain interface or NF port, so that an interface made a moment
+ *     ago, before nfsliced or repair put its TCX guard there, is covered
+ *     too (the invariant rests on no daemon).
  * A packet that carries one of our tokens (the domain's key, key_old or a
  * retired key, whatever its DSCP; any segment of a GSO skb: recognised as
  * the splicer does, nfsl_ours.h) is dropped, the slot it names freed, and
@@ -85,7 +89,11 @@ struct skb_shared_info {
 	unsigned short gso_size;
 } __attribute__((preserve_access_index));
 
-struct nf_hook_state;
+struct nf_hook_state {
+	__u8 hook;
+	struct net_device *out;
+} __attribute__((preserve_access_index));
+
 struct bpf_nf_ctx {
 	const struct nf_hook_state *state;
 	struct sk_buff *skb;
@@ -183,14 +191,15 @@ static long nfsl_nf_seg(__u32 i, void *arg)
 	return end == w->l3end;
 }
 
-/* The drop event of a packet delivered locally (nfsl_event_tc's). */
+/* The drop event of a packet delivered locally, or routed to @out
+ * (nfsl_event_tc's). */
 static __always_inline void nfsl_event_nf(struct bpf_dynptr *dp, struct sk_buff *skb,
-					  const struct nfsl_pkt *p, __u32 tok_off)
+					  const struct nfsl_pkt *p, __u32 tok_off, __u32 out)
 {
 	struct net_device *dev = skb->dev;
 	struct nfsl_event *e;
 
-	e = nfsl_event_fill(dp, NFSL_EV_DYNPTR, dev ? dev->ifindex : 0, skb->len,
+	e = nfsl_event_fill(dp, NFSL_EV_DYNPTR, out ? out : dev ? dev->ifindex : 0, skb->len,
 			    NFSL_EV_OFFS(p), tok_off, NFSL_EV_INFO(p, NFSL_EV_ESCAPED));
 	if (e)
 		bpf_ringbuf_submit(e, 0);
@@ -206,6 +215,11 @@ static __always_inline void nfsl_event_nf(struct bpf_dynptr *dp, struct sk_buff 
  * truncated header to user space, a TPROXY/socket match of mangle would
  * act on it. Defragmentation is done before LOCAL_IN (ip_local_deliver),
  * and conntrack or NAT state the header made on the way in only ages out.
+ * Routing, at NF_INET_FORWARD (IPv4 and IPv6), same priority: a packet
+ * whose egress (state->out, after policy routing and DNAT) is a domain
+ * interface or NF port goes on (its splicer or NF takes it), any other is
+ * judged here. The TCX guards stay for what no FORWARD hook sees (a
+ * bpf_redirect into another interface).
  */
 SEC("netfilter")
 int nfsl_guard_nf(struct bpf_nf_ctx *ctx)
@@ -217,10 +231,18 @@ int nfsl_guard_nf(struct bpf_nf_ctx *ctx)
 	struct skb_shared_info *sh;
 	struct nfsl_pkt p = {};
 	__u16 gso_size = 0;
-	__u32 tok_off = 0;
+	__u32 tok_off = 0, out = 0;
 
-	if (!cfg || !cnt || !cfg->slots ||
-	    bpf_dynptr_from_skb((struct __sk_buff *)skb, 0, &w.dp) ||
+	if (!cfg || !cnt || !cfg->slots)
+		return NF_ACCEPT;
+	if (ctx->state->hook == NF_INET_FORWARD) {
+		struct net_device *od = ctx->state->out;
+
+		out = od ? od->ifindex : 0;
+		if (nfsl_iface_idx(cfg, out) < NFSL_MAX_IFACES)
+			return NF_ACCEPT; /* its splicer, or the NF port's NF */
+	}
+	if (bpf_dynptr_from_skb((struct __sk_buff *)skb, 0, &w.dp) ||
 	    nfsl_nf_parse(&w.dp, skb->len, &p))
 		return NF_ACCEPT;
 	w.cfg = cfg;
@@ -240,7 +262,7 @@ int nfsl_guard_nf(struct bpf_nf_ctx *ctx)
 		return NF_ACCEPT;
 	cnt->escaped_dropped += w.ours;
 	if (nfsl_events_on(cfg))
-		nfsl_event_nf(&w.dp, skb, &p, tok_off);
+		nfsl_event_nf(&w.dp, skb, &p, tok_off, out);
 	return NF_DROP;
 }
 

@@ -138,27 +138,6 @@ static __always_inline bool nfsl_ct_nat_dst(struct xdp_md *ctx,
 	return nat;
 }
 
-/*
- * nfsl_iface_idx - index of @ifindex in the domain's interfaces and NF
- * ports (cfg->ifaces[]), or NFSL_MAX_IFACES when it is none of them: a
- * linear search of up to cfg->nifaces entries. The slicer searches its
- * ingress once per packet and hands the index on (nfsl_route,
- * nfsl_tenant_of). An index, not the entry: a pointer out of the loop
- * would multiply the verifier's states by the loop's exits (it hit the
- * 1M instruction limit), an index the verifier need not know precisely
- * does not.
- */
-static __always_inline __u32 nfsl_iface_idx(const struct nfsl_config *cfg, __u32 ifindex)
-{
-	for (__u32 i = 0; i < NFSL_MAX_IFACES; i++) {
-		if (i >= cfg->nifaces)
-			break;
-		if (cfg->ifaces[i].ifindex == ifindex)
-			return i;
-	}
-	return NFSL_MAX_IFACES;
-}
-
 /* Frames for another MAC (a macvlan upper, promiscuous mode, multicast)
  * are received by someone else, in a namespace our lookup does not see. */
 static __always_inline bool nfsl_for_us(const struct ethhdr *eth,

@@ -12,6 +12,7 @@
 #include "nfsl/domain.h"
 #include "nfsl/health.h"
 #include "nfsl/retired.h"
+#include "nfsl/route.h"
 #include "util/json_writer.h"
 #include "util/util.h"
 
@@ -52,7 +53,7 @@ static void remedy(const struct nfsl_health *h, const char *name, char *buf,
 }
 
 /* The guards (guard.h): "guards": {"local_in": {"ipv4_link_id",
- * "ipv6_link_id"},
+ * "ipv6_link_id"}, "forward": {the same},
  * "interfaces": [{"name", "ifindex", "kind", "link_id"}]}, link_id 0
  * where the guard is missing (kind "none": no guard can be attached). */
 static void print_guards_json(struct json_writer *w, const struct nfsl_guard_state *g)
@@ -62,8 +63,13 @@ static void print_guards_json(struct json_writer *w, const struct nfsl_guard_sta
 	jsonw_bool_field(w, "loaded", g->loaded);
 	jsonw_name(w, "local_in");
 	jsonw_start_object(w);
-	jsonw_uint_field(w, "ipv4_link_id", g->nf4);
-	jsonw_uint_field(w, "ipv6_link_id", g->nf6);
+	jsonw_uint_field(w, "ipv4_link_id", g->nf[NFSL_GUARD_IN4]);
+	jsonw_uint_field(w, "ipv6_link_id", g->nf[NFSL_GUARD_IN6]);
+	jsonw_end_object(w);
+	jsonw_name(w, "forward");
+	jsonw_start_object(w);
+	jsonw_uint_field(w, "ipv4_link_id", g->nf[NFSL_GUARD_FW4]);
+	jsonw_uint_field(w, "ipv6_link_id", g->nf[NFSL_GUARD_FW6]);
 	jsonw_end_object(w);
 	jsonw_name(w, "interfaces");
 	jsonw_start_array(w);
@@ -80,7 +86,7 @@ static void print_guards_json(struct json_writer *w, const struct nfsl_guard_sta
 }
 
 /* "  guards   lo, veth1 (l3: wg0); MISSING on x; none on y (link type);
- * local delivery ipv4 ipv6" */
+ * local delivery ipv4 ipv6; routing ipv4 ipv6" */
 static void print_guards_text(const struct nfsl_guard_state *g)
 {
 	static const char *const what[] = { "", "MISSING on ", "none (link type) on " };
@@ -102,8 +108,10 @@ static void print_guards_text(const struct nfsl_guard_state *g)
 		if (!pass && first)
 			printf("none");
 	}
-	printf("; local delivery (netfilter LOCAL_IN) ipv4%s ipv6%s\n",
-	       g->nf4 ? "" : " MISSING", g->nf6 ? "" : " MISSING");
+	printf("; local delivery (netfilter LOCAL_IN) ipv4%s ipv6%s"
+	       "; routing (netfilter FORWARD) ipv4%s ipv6%s\n",
+	       g->nf[NFSL_GUARD_IN4] ? "" : " MISSING", g->nf[NFSL_GUARD_IN6] ? "" : " MISSING",
+	       g->nf[NFSL_GUARD_FW4] ? "" : " MISSING", g->nf[NFSL_GUARD_FW6] ? "" : " MISSING");
 }
 
 static void print_status_json(const struct nfsl_domain *d, const char *name,
@@ -112,7 +120,7 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	const struct nfsl_config *c = &d->cfg;
 	char path[PATH_MAX + 32], fix[160];
 	struct json_writer w;
-	__u64 left;
+	__u64 left, gen;
 	int n;
 
 	jsonw_init(&w, stdout);
@@ -140,6 +148,9 @@ static void print_status_json(const struct nfsl_domain *d, const char *name,
 	jsonw_bool_field(&w, "events", c->flags & NFSL_CFG_EVENTS);
 	jsonw_bool_field(&w, "route_cache", c->route_cache_us);
 	jsonw_uint_field(&w, "route_cache_age_ms", c->route_cache_us / 1000);
+	/* Bumped by every change nfsliced or the CLI saw (route.h). */
+	if (!nfsl_route_gen_read(d, &gen))
+		jsonw_uint_field(&w, "route_gen", gen);
 	/* Keys retired lately: their tokens are stale here (retired.h). */
 	n = nfsl_retired_live(d->dir, &left);
 	jsonw_uint_field(&w, "retired_keys", n > 0 ? n : 0);

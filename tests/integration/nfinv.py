@@ -90,7 +90,7 @@ def _send(argv):
     (host, port), o = _opts(argv, {"count": int, "size": int, "seed": int,
                                    "first": int, "tos": int, "pmtu": str,
                                    "gso": int, "probe_mtu": bool,
-                                   "sport": int})
+                                   "sport": int, "gap_us": int})
     count, size, first = o["count"], o["size"], o.get("first", 0)
     fam, typ, proto, _, addr = socket.getaddrinfo(host, int(port), 0,
                                                   socket.SOCK_DGRAM)[0]
@@ -149,8 +149,11 @@ def _send(argv):
             if one(b"".join(payload(blk, q, size) for q in batch)):
                 res["sent"] += len(batch)
     else:
+        gap = o.get("gap_us", 0) / 1e6     # paced: traffic under a change
         for q in seqs:
             res["sent"] += one(payload(blk, q, size))
+            if gap:
+                time.sleep(gap)
     print(json.dumps(res), flush=True)
     return 0
 

@@ -29,7 +29,7 @@ import pytest
 from nfinv import (DUT4_IN, SRV4, SRV6, assert_intact, counters,  # noqa: F401
                    nets, router)
 from nfload import Daemon
-from nfsl.rig import describe, poll
+from nfsl.rig import PY, describe, poll
 
 X2, X2_6 = "10.77.3.2", "fd00:77:3::2"
 MARK_TABLE = 100
@@ -201,7 +201,8 @@ def bpftool_link(net, link_id):
 
 
 def test_guards_shown_pass_unsliced_and_go_with_detach(nets):
-    """status shows a guard on lo and dut2 and both local-delivery ones;
+    """status shows a guard on lo and dut2, both local-delivery ones and
+    both routing ones;
     unsliced datagrams through dut2 (routed there: skipped_route) pass its
     guard byte for byte; detach removes every guard link."""
     net = nets(router, "gs", 1)
@@ -211,15 +212,17 @@ def test_guards_shown_pass_unsliced_and_go_with_detach(nets):
     assert set(g) == {"lo", "dut2"} and all(g.values()), st
     text = net.nfslice("status", "--name", "gs").stdout
     assert "  guards   tcx egress on lo, dut2; local delivery (netfilter " \
-        "LOCAL_IN) ipv4 ipv6\n" in text, text
+        "LOCAL_IN) ipv4 ipv6; routing (netfilter FORWARD) ipv4 ipv6\n" \
+        in text, text
     rx = net.receiver("x2", 7300, COUNT, SIZE, 9)
     net.send("cli", X2, 7300, COUNT, SIZE, 9)
     assert_intact(net.result(rx), COUNT, "unsliced through dut2's guard")
     after = net.stats("gs")
     assert counters(after, "sliced", "escaped_dropped") == \
         {"sliced": 0, "escaped_dropped": 0}, after
-    ids = list(g.values()) + [st["guards"]["local_in"]["ipv4_link_id"],
-                              st["guards"]["local_in"]["ipv6_link_id"]]
+    ids = list(g.values()) + [st["guards"][h][f"ipv{v}_link_id"]
+                              for h in ("local_in", "forward") for v in (4, 6)]
+    assert all(ids), st
     for i in ids:
         assert bpftool_link(net, i).returncode == 0, i
     net.detach("gs")
@@ -251,3 +254,49 @@ table inet nfiv_mark {
              for g in status(net, "gt")["guards"]["interfaces"]}
     assert kinds["tun9"] == ("l3", True), kinds
     assert_escaped(net, "gt", 7103, "tun9")
+
+
+# Open the tun device argv[1] (IFF_TUN | IFF_NO_PI) and read until killed.
+TUN_READER = """
+import fcntl, os, struct, sys
+fd = os.open("/dev/net/tun", os.O_RDWR)
+fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x1001))
+print("ready", flush=True)
+while True:
+    os.read(fd, 65536)
+"""
+
+
+@pytest.mark.parametrize("dev", ["dut2", "tun9"])
+def test_tcx_guard_stops_redirected_header(nets, dev):
+    """A tc mirred action on dut0's ingress redirects datagrams to port
+    7104 straight to DEV's egress: no routing, no netfilter (the FORWARD
+    guard never sees them), so DEV's own TCX guard (eth on dut2, l3 on a
+    tun) drops the 20 sliced headers, counted and reported on DEV."""
+    net = nets(router, "gx", 1)
+    if dev == "tun9":
+        # A reader holds the tun (carrier on): mirred drops toward a
+        # device without carrier before its egress hook.
+        rd = net.spawn("dut", PY, "-c", TUN_READER, "tun9")
+        assert rd.stdout.readline().strip() == "ready"
+        net.ip("dut", "link", "set", "tun9", "up")
+        poll(lambda: "LOWER_UP" in net.sh("dut", "ip", "link", "show",
+                                          "tun9", check=False).stdout,
+             5, "tun9 up, held by its reader")
+    net.attach("dut0", "dut1", "--events", name="gx")
+    net.sh("dut", "tc", "qdisc", "add", "dev", "dut0", "clsact")
+    net.sh("dut", "tc", "filter", "add", "dev", "dut0", "ingress", "protocol",
+           "ip", "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+           "match", "ip", "dport", "7104", "0xffff", "action", "mirred",
+           "egress", "redirect", "dev", dev)
+    before = net.stats("gx")
+    rx = net.receiver("x2", 7104, COUNT, SIZE, 7, idle=1.5)
+    net.send("cli", SRV4, 7104, COUNT, SIZE, 7)
+    res = net.result(rx)
+    assert (res["truncated"], res["intact"]) == (0, 0), res
+    st = net.stats("gx")
+    got = {k: st[k] - before[k] for k in ("sliced", "escaped_dropped")}
+    assert got == {"sliced": COUNT, "escaped_dropped": COUNT}, st
+    ev = events(net, "gx", COUNT)
+    assert [(e["reason"], e["ifname"]) for e in ev] == \
+        [("escaped_dropped", dev)] * COUNT, ev

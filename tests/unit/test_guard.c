@@ -224,3 +224,49 @@ Test(guard, local_in)
 			cr_expect_eq(g_run_nf(in, len, v6), 1, "%s: short", pkt_name(&s));
 		}
 }
+
+/* Run the guard at FORWARD (the test run's out device: lo). */
+static int g_run_fw(const uint8_t *in, uint32_t len, int v6)
+{
+	struct g_nf_state st = { .hook = 2 /* FORWARD */, .pf = v6 ? 10 : 2 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
+		    .ctx_in = &st, .ctx_size_in = sizeof(st));
+	int err = bpf_prog_test_run_opts(bpf_program__fd(g->progs.nfsl_guard_nf), &o);
+
+	cr_assert_eq(err, 0, "netfilter test run: %s", strerror(-err));
+	return o.retval;
+}
+
+/* Routing (netfilter FORWARD): a sliced header routed out of an interface
+ * that is not the domain's (lo here) is dropped, its slot freed, counted;
+ * routed out of a domain interface (lo made one) it goes on untouched to
+ * that interface's splicer, its slot still parked. */
+Test(guard, forward)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		struct pkt_spec s = { .size = 1000, .v6 = v6, .proto = PKT_UDP };
+		uint8_t in[PKT_MAX], sliced[PKT_MAX];
+		struct nfsl_counters c;
+		struct nfsl_slot slot;
+		uint32_t slen, idx;
+		size_t len;
+
+		h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
+		len = pkt_build(&s, in);
+		x_slice_ok(pkt_name(&s), in, len, h_part_base(), 1, NULL, sliced, &slen);
+		idx = NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(sliced + slen - 16)));
+		H.cfg.ifaces[1].ifindex = 1; /* lo: a domain interface */
+		h_write_config();
+		cr_expect_eq(g_run_fw(sliced, slen, v6), 1, "%s: to the domain", pkt_name(&s));
+		h_slot_read(idx, &slot);
+		cr_expect_neq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot freed", pkt_name(&s));
+		H.cfg.ifaces[1].ifindex = H.if_out;
+		h_write_config();
+		cr_expect_eq(g_run_fw(sliced, slen, v6), 0, "%s: elsewhere", pkt_name(&s));
+		h_slot_read(idx, &slot);
+		cr_expect_eq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot not freed", pkt_name(&s));
+		h_counters(&c);
+		cr_expect_eq(c.escaped_dropped, 1, "%s", pkt_name(&s));
+		cr_expect_eq(g_run_fw(in, len, v6), 1, "%s: unsliced", pkt_name(&s));
+	}
+}

@@ -34,10 +34,11 @@
 #define NFSL_ATTACH_NETFILTER 45
 #define NFSL_ATTACH_TCX_EGRESS 47
 #define NFSL_LINK_TYPE_TCX 11
-/* NFPROTO_IPV4, NFPROTO_IPV6; NF_INET_LOCAL_IN. */
+/* NFPROTO_IPV4, NFPROTO_IPV6; NF_INET_LOCAL_IN, NF_INET_FORWARD. */
 #define NFSL_NFPROTO_IPV4 2
 #define NFSL_NFPROTO_IPV6 10
 #define NFSL_NF_LOCAL_IN 1
+#define NFSL_NF_FORWARD 2
 /* The first priority a BPF netfilter link may take (NF_IP_PRI_FIRST is
  * refused): why first, bpf/guard.bpf.c nfsl_guard_nf. */
 #define NFSL_GUARD_NF_PRIO (INT_MIN + 1)
@@ -51,6 +52,8 @@
 #define PIN_NF "nf"
 #define PIN_NF4 "nf4"
 #define PIN_NF6 "nf6"
+#define PIN_FW4 "fw4"
+#define PIN_FW6 "fw6"
 #define PIN_IF "if" /* if<ifindex>: the TCX link of that interface */
 
 enum nfsl_guard_kind nfsl_guard_kind(int ifindex)
@@ -165,8 +168,8 @@ static bool in_domain(const struct nfsl_config *cfg, __u32 ifindex)
 	return false;
 }
 
-/* The netfilter link of @prog at LOCAL_IN of family @pf. fd or -errno. */
-static int nf_link_create(int prog, __u32 pf)
+/* The netfilter link of @prog at @hook of family @pf. fd or -errno. */
+static int nf_link_create(int prog, __u32 pf, __u32 hook)
 {
 	union {
 		union bpf_attr attr;
@@ -183,7 +186,7 @@ static int nf_link_create(int prog, __u32 pf)
 	a.nf.prog_fd = prog;
 	a.nf.attach_type = NFSL_ATTACH_NETFILTER;
 	a.nf.pf = pf;
-	a.nf.hooknum = NFSL_NF_LOCAL_IN;
+	a.nf.hooknum = hook;
 	a.nf.priority = NFSL_GUARD_NF_PRIO;
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	return fd < 0 ? -errno : fd;
@@ -201,13 +204,20 @@ static int link_pin(int fd, const char *path)
 	return err;
 }
 
-/* The netfilter guards (IPv4, IPv6) linked if missing: how many were. */
+/* The netfilter guards (LOCAL_IN, FORWARD; IPv4, IPv6) linked if
+ * missing: how many were. */
+static const struct {
+	const char *pin;
+	__u32 pf, hook;
+} nf_links[NFSL_GUARD_NF_NR] = {
+	[NFSL_GUARD_IN4] = { PIN_NF4, NFSL_NFPROTO_IPV4, NFSL_NF_LOCAL_IN },
+	[NFSL_GUARD_IN6] = { PIN_NF6, NFSL_NFPROTO_IPV6, NFSL_NF_LOCAL_IN },
+	[NFSL_GUARD_FW4] = { PIN_FW4, NFSL_NFPROTO_IPV4, NFSL_NF_FORWARD },
+	[NFSL_GUARD_FW6] = { PIN_FW6, NFSL_NFPROTO_IPV6, NFSL_NF_FORWARD },
+};
+
 static int sync_nf(const char *dir)
 {
-	static const struct {
-		const char *pin;
-		__u32 pf;
-	} fam[] = { { PIN_NF4, NFSL_NFPROTO_IPV4 }, { PIN_NF6, NFSL_NFPROTO_IPV6 } };
 	char path[PATH_MAX + 64];
 	int prog, err = 0, done = 0;
 	__u32 unused;
@@ -216,21 +226,24 @@ static int sync_nf(const char *dir)
 	prog = bpf_obj_get(path);
 	if (prog < 0)
 		return -errno;
-	for (size_t i = 0; i < 2 && !err; i++) {
+	for (size_t i = 0; i < NFSL_GUARD_NF_NR && !err; i++) {
 		int fd;
 
-		guard_path(path, sizeof(path), dir, fam[i].pin);
+		guard_path(path, sizeof(path), dir, nf_links[i].pin);
 		fd = link_get(path, &unused);
 		if (fd >= 0) {
 			close(fd);
 			continue;
 		}
 		unlink(path);
-		err = link_pin(nf_link_create(prog, fam[i].pf), path);
+		err = link_pin(nf_link_create(prog, nf_links[i].pf, nf_links[i].hook), path);
 		if (err)
-			nfsl_err("linking the local-delivery guard (netfilter LOCAL_IN, %s) "
-				 "failed: %s; it needs Linux >= 6.4 with CONFIG_NETFILTER_BPF_LINK",
-				 fam[i].pf == NFSL_NFPROTO_IPV4 ? "IPv4" : "IPv6", strerror(-err));
+			nfsl_err("linking the %s guard (netfilter %s, %s) failed: %s; it needs "
+				 "Linux >= 6.4 with CONFIG_NETFILTER_BPF_LINK",
+				 nf_links[i].hook == NFSL_NF_FORWARD ? "routing" : "local-delivery",
+				 nf_links[i].hook == NFSL_NF_FORWARD ? "FORWARD" : "LOCAL_IN",
+				 nf_links[i].pf == NFSL_NFPROTO_IPV4 ? "IPv4" : "IPv6",
+				 strerror(-err));
 		else
 			done++;
 	}
@@ -371,16 +384,13 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
 	memset(st, 0, sizeof(*st));
 	guard_path(path, sizeof(path), dir, PIN_NF);
 	st->loaded = !access(path, F_OK);
-	guard_path(path, sizeof(path), dir, PIN_NF4);
-	fd = link_get(path, &unused);
-	st->nf4 = fd >= 0 ? link_id(fd) : 0;
-	if (fd >= 0)
-		close(fd);
-	guard_path(path, sizeof(path), dir, PIN_NF6);
-	fd = link_get(path, &unused);
-	st->nf6 = fd >= 0 ? link_id(fd) : 0;
-	if (fd >= 0)
-		close(fd);
+	for (size_t i = 0; i < NFSL_GUARD_NF_NR; i++) {
+		guard_path(path, sizeof(path), dir, nf_links[i].pin);
+		fd = link_get(path, &unused);
+		st->nf[i] = fd >= 0 ? link_id(fd) : 0;
+		if (fd >= 0)
+			close(fd);
+	}
 	for (struct if_nameindex *i = ifs; i && i->if_index && st->nifs < NFSL_GUARD_MAX; i++) {
 		typeof(st->ifs[0]) *g = &st->ifs[st->nifs];
 		__u32 on = 0;
@@ -426,10 +436,10 @@ bool nfsl_guard_release(const char *dir)
 	char path[PATH_MAX + 64];
 	__u64 ino;
 
-	guard_path(path, sizeof(path), dir, PIN_NF4);
-	unlink(path);
-	guard_path(path, sizeof(path), dir, PIN_NF6);
-	unlink(path);
+	for (size_t i = 0; i < NFSL_GUARD_NF_NR; i++) {
+		guard_path(path, sizeof(path), dir, nf_links[i].pin);
+		unlink(path);
+	}
 	/* The namespace is dismantled by a kernel worker, soon after. */
 	for (int i = 0; i < 20; i++) {
 		if (nfsl_netns_probe(dir, &ino) == 0)

@@ -7,7 +7,7 @@
  * that would leave unspliced or be delivered locally (escaped_dropped).
  * The object is loaded once per domain, its programs pinned in
  * <domain dir>/guard/ (tc, tc_l3, nf); each attachment is a BPF link
- * pinned there too (if<ifindex>, nf4, nf6), so it outlives the process
+ * pinned there too (if<ifindex>, nf4, nf6, fw4, fw6), so it outlives the process
  * that made it and goes when its pin is removed. All in the caller's
  * network namespace.
  */
@@ -33,11 +33,19 @@ enum nfsl_guard_kind {
 /* A namespace holds at most this many guarded interfaces per domain. */
 #define NFSL_GUARD_MAX 256
 
+/* The netfilter guards: local delivery and routing, IPv4 and IPv6. */
+enum nfsl_guard_nf {
+	NFSL_GUARD_IN4, /* LOCAL_IN, IPv4 */
+	NFSL_GUARD_IN6,
+	NFSL_GUARD_FW4, /* FORWARD, IPv4 */
+	NFSL_GUARD_FW6,
+	NFSL_GUARD_NF_NR,
+};
+
 /* The guards as the kernel shows them (nfsl_guard_state). */
 struct nfsl_guard_state {
 	bool loaded;          /* the programs are pinned */
-	__u32 nf4, nf6;       /* link ids of the local-delivery guards, IPv4 /
-			       * IPv6; 0: missing */
+	__u32 nf[NFSL_GUARD_NF_NR]; /* link ids of the netfilter guards; 0: missing */
 	unsigned int nguarded, nmissing, nbare;
 	struct {
 		__u32 ifindex;
@@ -85,8 +93,8 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
 int nfsl_guard_remove(const char *dir);
 
 /*
- * nfsl_guard_release - unpin the local-delivery guards of the domain at
- * @dir (nf4, nf6) and wait up to 1 s for its namespace probe to say the
+ * nfsl_guard_release - unpin the netfilter guards of the domain at
+ * @dir (nf4, nf6, fw4, fw6) and wait up to 1 s for its namespace probe to say the
  * namespace is gone. A netfilter link holds its network namespace: one no
  * /run/netns name and no process holds any more can exit only without
  * them, and nfslice gc (nfsliced's too) calls this for such a domain

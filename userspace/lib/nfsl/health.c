@@ -45,9 +45,13 @@ static void guard_health(const struct nfsl_domain *d, struct nfsl_health *h)
 		h->missing = true;
 		problem(h, "guard missing (TCX egress)", names);
 	}
-	if (!g->nf4 || !g->nf6) {
+	if (!g->nf[NFSL_GUARD_IN4] || !g->nf[NFSL_GUARD_IN6]) {
 		h->missing = true;
 		problem(h, "guard missing (netfilter LOCAL_IN)", "local delivery");
+	}
+	if (!g->nf[NFSL_GUARD_FW4] || !g->nf[NFSL_GUARD_FW6]) {
+		h->missing = true;
+		problem(h, "guard missing (netfilter FORWARD)", "routing");
 	}
 }
 
