@@ -54,6 +54,7 @@ def pytest_sessionstart(session):
 # count each other's payloads. Under pytest-xdist (tests/run.sh) they run
 # one after another in one worker.
 HOST_DAEMON_FILES = {"test_bcc", "test_daemon_clients", "test_guard",
+                     "test_guard_cache",
                      "test_manager", "test_manager_state", "test_migrate",
                      "test_retired", "test_tenants", "test_ttl", "test_unit"}
 # Test files that time the generator's own pacing (pktgen's --burst-us and
