@@ -77,23 +77,24 @@ def events(net, name, n):
     return [json.loads(ln) for ln in cp.stdout.splitlines() if ln]
 
 
-def assert_escaped(net, name, port, dev, host=SRV4):
-    """COUNT sliced datagrams cli -> HOST:PORT, marked to x2 through DEV:
-    x2 gets nothing (no truncated header), each is dropped by DEV's guard,
-    counted and reported."""
+def assert_escaped(net, name, port, dev, host=SRV4, role="x2", dst=None):
+    """COUNT sliced datagrams cli -> HOST:PORT, sent on through DEV toward
+    ROLE: ROLE gets nothing (no truncated header), each is dropped by a
+    guard, counted and reported (event on DEV, to DST: HOST unless a NAT
+    changed it)."""
     before = net.stats(name)
-    rx = net.receiver("x2", port, COUNT, SIZE, 7, idle=1.5)
+    rx = net.receiver(role, port, COUNT, SIZE, 7, idle=1.5)
     sent = net.send("cli", host, port, COUNT, SIZE, 7)
     assert sent["sent"] == COUNT, sent
     res = net.result(rx)
     assert (res["truncated"], res["intact"]) == (0, 0), \
-        f"headers marked to {dev} reached x2: {res}"
+        f"headers sent through {dev} reached {role}: {res}"
     st = net.stats(name)
     got = {k: st[k] - before[k] for k in ("sliced", "escaped_dropped")}
     assert got == {"sliced": COUNT, "escaped_dropped": COUNT}, st
     ev = events(net, name, COUNT)
     assert [(e["reason"], e["ifname"], e["dst"], e["dport"]) for e in ev] == \
-        [("escaped_dropped", dev, host, port)] * COUNT, ev
+        [("escaped_dropped", dev, dst or host, port)] * COUNT, ev
 
 
 @pytest.mark.parametrize("host", [SRV4, SRV6])
@@ -131,17 +132,7 @@ table ip nfiv_dnat {{
     rx = net.receiver("dut", 7200, 5, 100, 3)
     net.send("cli", SRV4, 7200, 5, 100, 3)
     assert_intact(net.result(rx), 5, "unsliced datagrams delivered locally")
-    before = net.stats("gd")
-    rx = net.receiver("dut", 7200, COUNT, SIZE, 5, idle=1.5)
-    net.send("cli", SRV4, 7200, COUNT, SIZE, 5)
-    res = net.result(rx)
-    assert (res["truncated"], res["intact"]) == (0, 0), res
-    st = net.stats("gd")
-    got = {k: st[k] - before[k] for k in ("sliced", "escaped_dropped")}
-    assert got == {"sliced": COUNT, "escaped_dropped": COUNT}, st
-    ev = events(net, "gd", COUNT)
-    assert [(e["reason"], e["ifname"], e["dst"], e["dport"]) for e in ev] == \
-        [("escaped_dropped", "dut0", DUT4_IN, 7200)] * COUNT, ev
+    assert_escaped(net, "gd", 7200, "dut0", role="dut", dst=DUT4_IN)
 
 
 def new_link(net):
@@ -289,14 +280,4 @@ def test_tcx_guard_stops_redirected_header(nets, dev):
            "ip", "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
            "match", "ip", "dport", "7104", "0xffff", "action", "mirred",
            "egress", "redirect", "dev", dev)
-    before = net.stats("gx")
-    rx = net.receiver("x2", 7104, COUNT, SIZE, 7, idle=1.5)
-    net.send("cli", SRV4, 7104, COUNT, SIZE, 7)
-    res = net.result(rx)
-    assert (res["truncated"], res["intact"]) == (0, 0), res
-    st = net.stats("gx")
-    got = {k: st[k] - before[k] for k in ("sliced", "escaped_dropped")}
-    assert got == {"sliced": COUNT, "escaped_dropped": COUNT}, st
-    ev = events(net, "gx", COUNT)
-    assert [(e["reason"], e["ifname"]) for e in ev] == \
-        [("escaped_dropped", dev)] * COUNT, ev
+    assert_escaped(net, "gx", 7104, dev)

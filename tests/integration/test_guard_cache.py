@@ -129,17 +129,23 @@ def test_stale_route_dropped_by_forward_guard(nets, fam):
         {"sliced": 0, "escaped_dropped": 0, "skipped_route": N}, s2
 
 
+def attach_and_cache(net, name, port):
+    """Attach NAME (cache age 10 s, events) and slice one batch of the
+    flow to srv: its verdict cached. The stats after it."""
+    net.attach("dut0", "dut1", "--route-cache-age", "10000", "--events",
+               name=name)
+    res, _ = batch(net, "srv", 4, port, 0)
+    assert (res["intact"], res["truncated"]) == (N, 0), res
+    return net.stats(name)
+
+
 def test_stale_route_to_new_interface(nets):
     """The route moves to dut9, made after attach: no TCX guard there yet
     (status exit 3 names it), and no daemon; the FORWARD guard drops the
     10 headers the stale verdict slices. Then repair guards dut9, and
     after the flush the flow passes unsliced and whole."""
     net = nets(router, "gcn")
-    net.attach("dut0", "dut1", "--route-cache-age", "10000", "--events",
-               name="gcn")
-    res, _ = batch(net, "srv", 4, 7301, 0)
-    assert (res["intact"], res["truncated"]) == (N, 0), res
-    s0 = net.stats("gcn")
+    s0 = attach_and_cache(net, "gcn", 7301)
     net.add_ns("x2")
     net.veth("dut", "dut9", "x2", "x20")
     net.addr("dut", "dut9", "10.77.3.1")
@@ -165,11 +171,7 @@ def test_stale_route_to_local_address(nets):
     socket (none truncated there); after the flush the flow is delivered
     locally, unsliced (skipped_local) and whole."""
     net = nets(router, "gcl")
-    net.attach("dut0", "dut1", "--route-cache-age", "10000", "--events",
-               name="gcl")
-    res, _ = batch(net, "srv", 4, 7302, 0)
-    assert (res["intact"], res["truncated"]) == (N, 0), res
-    s0 = net.stats("gcl")
+    s0 = attach_and_cache(net, "gcl", 7302)
     net.ip("dut", "addr", "add", f"{SRV4}/32", "dev", "lo")
     res, sent = batch(net, "dut", 4, 7302, N)
     assert (res["truncated"], res["intact"]) == (0, 0), res

@@ -176,11 +176,14 @@ struct g_nf_state {
 	void *in, *out, *sk, *net, *okfn;
 };
 
-/* Run the local-delivery guard on the frame @in (its IP packet: the test
- * run strips the Ethernet header) at LOCAL_IN; its verdict. */
-static int g_run_nf(const uint8_t *in, uint32_t len, int v6)
+#define G_LOCAL_IN 1 /* NF_INET_LOCAL_IN */
+#define G_FORWARD 2  /* NF_INET_FORWARD: the test run's out device is lo */
+
+/* Run the netfilter guard on the frame @in (its IP packet: the test run
+ * strips the Ethernet header) at @hook; its verdict. */
+static int g_run_nf(const uint8_t *in, uint32_t len, int v6, uint8_t hook)
 {
-	struct g_nf_state st = { .hook = 1 /* LOCAL_IN */, .pf = v6 ? 10 : 2 };
+	struct g_nf_state st = { .hook = hook, .pf = v6 ? 10 : 2 };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
 		    .ctx_in = &st, .ctx_size_in = sizeof(st));
 	int err = bpf_prog_test_run_opts(bpf_program__fd(g->progs.nfsl_guard_nf), &o);
@@ -207,34 +210,22 @@ Test(guard, local_in)
 
 			h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
 			len = pkt_build(&s, in);
-			cr_expect_eq(g_run_nf(in, len, v6), 1, "%s: random tail", pkt_name(&s));
+			cr_expect_eq(g_run_nf(in, len, v6, G_LOCAL_IN), 1, "%s: random tail", pkt_name(&s));
 			x_slice_ok(pkt_name(&s), in, len, h_part_base(), 1, NULL, sliced, &slen);
 			idx = NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(sliced + slen - 16)));
-			cr_expect_eq(g_run_nf(sliced, slen, v6), 0, "%s: ours", pkt_name(&s));
+			cr_expect_eq(g_run_nf(sliced, slen, v6, G_LOCAL_IN), 0, "%s: ours", pkt_name(&s));
 			h_slot_read(idx, &slot);
 			cr_expect_eq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot not freed", pkt_name(&s));
 			h_counters(&c);
 			cr_expect_eq(c.escaped_dropped, 1, "%s", pkt_name(&s));
 			h_retire_key(nfsl_now_ns() + 10000000000ull);
-			cr_expect_eq(g_run_nf(sliced, slen, v6), 0, "%s: retired", pkt_name(&s));
+			cr_expect_eq(g_run_nf(sliced, slen, v6, G_LOCAL_IN), 0, "%s: retired", pkt_name(&s));
 			h_counters(&c);
 			cr_expect_eq(c.escaped_dropped, 2, "%s", pkt_name(&s));
 			s.size = pkt_hdr_len(&s) + 10;
 			len = pkt_build(&s, in);
-			cr_expect_eq(g_run_nf(in, len, v6), 1, "%s: short", pkt_name(&s));
+			cr_expect_eq(g_run_nf(in, len, v6, G_LOCAL_IN), 1, "%s: short", pkt_name(&s));
 		}
-}
-
-/* Run the guard at FORWARD (the test run's out device: lo). */
-static int g_run_fw(const uint8_t *in, uint32_t len, int v6)
-{
-	struct g_nf_state st = { .hook = 2 /* FORWARD */, .pf = v6 ? 10 : 2 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
-		    .ctx_in = &st, .ctx_size_in = sizeof(st));
-	int err = bpf_prog_test_run_opts(bpf_program__fd(g->progs.nfsl_guard_nf), &o);
-
-	cr_assert_eq(err, 0, "netfilter test run: %s", strerror(-err));
-	return o.retval;
 }
 
 /* Routing (netfilter FORWARD): a sliced header routed out of an interface
@@ -257,16 +248,16 @@ Test(guard, forward)
 		idx = NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(sliced + slen - 16)));
 		H.cfg.ifaces[1].ifindex = 1; /* lo: a domain interface */
 		h_write_config();
-		cr_expect_eq(g_run_fw(sliced, slen, v6), 1, "%s: to the domain", pkt_name(&s));
+		cr_expect_eq(g_run_nf(sliced, slen, v6, G_FORWARD), 1, "%s: to the domain", pkt_name(&s));
 		h_slot_read(idx, &slot);
 		cr_expect_neq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot freed", pkt_name(&s));
 		H.cfg.ifaces[1].ifindex = H.if_out;
 		h_write_config();
-		cr_expect_eq(g_run_fw(sliced, slen, v6), 0, "%s: elsewhere", pkt_name(&s));
+		cr_expect_eq(g_run_nf(sliced, slen, v6, G_FORWARD), 0, "%s: elsewhere", pkt_name(&s));
 		h_slot_read(idx, &slot);
 		cr_expect_eq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot not freed", pkt_name(&s));
 		h_counters(&c);
 		cr_expect_eq(c.escaped_dropped, 1, "%s", pkt_name(&s));
-		cr_expect_eq(g_run_fw(in, len, v6), 1, "%s: unsliced", pkt_name(&s));
+		cr_expect_eq(g_run_nf(in, len, v6, G_FORWARD), 1, "%s: unsliced", pkt_name(&s));
 	}
 }
