@@ -223,8 +223,11 @@ class Net:
         return xdp, [f for f in tc if f.get("options")]
 
     # ----------------------------------------------------------- flows --
-    def receiver(self, role, port, count, size, seed, idle=1.0, sniff=None):
-        """Start `nfinv.py recv` in ROLE; wait until it listens."""
+    def receiver(self, role, port, count, size, seed, idle=3.0, sniff=None):
+        """Start `nfinv.py recv` in ROLE; wait until it listens. It ends
+        with COUNT datagrams or IDLE s after the last one (or its start):
+        3 s by default, as a loaded CI host takes over a second to start
+        the next sender (flow() sends one family after the other)."""
         p = self.spawn(role, PY, HERE, "recv", port, "--count", count,
                        "--size", size, "--seed", seed, "--idle", idle,
                        *(("--sniff", sniff) if sniff else ()))
@@ -248,7 +251,7 @@ class Net:
         return json.loads(cp.stdout.splitlines()[-1])
 
     def flow(self, src, dst, hosts, port, count, size, seed, send_opts=(),
-             idle=1.0, sniff=None):
+             idle=3.0, sniff=None):
         """COUNT datagrams to each of HOSTS (one per family, say) from SRC
         to a receiver in DST; (receiver result, [sender results])."""
         rx = self.receiver(dst, port, count * len(hosts), size, seed, idle,
