@@ -85,24 +85,29 @@ static void print_guards_json(struct json_writer *w, const struct nfsl_guard_sta
 	jsonw_end_object(w);
 }
 
-/* "  guards   lo, veth1 (l3: wg0); MISSING on x; none on y (link type);
+/* "  guards   lo, veth1, wg0 (l3); MISSING on x; none on y (link type),
+ * ifb0 (ifb);
  * local delivery ipv4 ipv6; routing ipv4 ipv6" */
 static void print_guards_text(const struct nfsl_guard_state *g)
 {
-	static const char *const what[] = { "", "MISSING on ", "none (link type) on " };
+	static const char *const what[] = { "", "MISSING on ", "none on " };
 
 	printf("  guards   tcx egress on ");
 	for (int pass = 0; pass < 3; pass++) {
 		bool first = true;
 
 		for (unsigned int i = 0; i < g->nifs; i++) {
-			int is = g->ifs[i].link_id ? 0 : g->ifs[i].kind == NFSL_GUARD_NONE ? 2 : 1;
+			int is = g->ifs[i].link_id ? 0 :
+				 g->ifs[i].kind == NFSL_GUARD_NONE ||
+				 g->ifs[i].kind == NFSL_GUARD_IFB ? 2 : 1;
 
 			if (is != pass)
 				continue;
 			printf("%s%s%s%s", first ? (pass ? "; " : "") : ", ",
 			       first ? what[pass] : "", g->ifs[i].name,
-			       g->ifs[i].kind == NFSL_GUARD_L3 ? " (l3)" : "");
+			       g->ifs[i].kind == NFSL_GUARD_L3 ? " (l3)" :
+			       g->ifs[i].kind == NFSL_GUARD_IFB ? " (ifb)" :
+			       g->ifs[i].kind == NFSL_GUARD_NONE ? " (link type)" : "");
 			first = false;
 		}
 		if (!pass && first)

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <net/if_arp.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -67,8 +69,20 @@ enum nfsl_guard_kind nfsl_guard_kind(int ifindex)
 	if (fd < 0)
 		return NFSL_GUARD_NONE;
 	type = ioctl(fd, SIOCGIFHWADDR, &ifr) ? -1 : ifr.ifr_hwaddr.sa_family;
+	if (type == ARPHRD_ETHER) {
+		/* An ifb (the link-rate shaping of the park topology, tc
+		 * mirred into it) is a transit: its guard would drop headers
+		 * on their way back to a domain interface. */
+		struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
+
+		ifr.ifr_data = (void *)&di;
+		if (!ioctl(fd, SIOCETHTOOL, &ifr) && !strcmp(di.driver, "ifb"))
+			type = -2;
+	}
 	close(fd);
 	switch (type) {
+	case -2:
+		return NFSL_GUARD_IFB;
 	case ARPHRD_ETHER:
 	case ARPHRD_LOOPBACK:
 		return NFSL_GUARD_ETH;
@@ -87,7 +101,8 @@ enum nfsl_guard_kind nfsl_guard_kind(int ifindex)
 
 const char *nfsl_guard_kind_name(enum nfsl_guard_kind k)
 {
-	return k == NFSL_GUARD_ETH ? "eth" : k == NFSL_GUARD_L3 ? "l3" : "none";
+	return k == NFSL_GUARD_ETH ? "eth" : k == NFSL_GUARD_L3 ? "l3" :
+	       k == NFSL_GUARD_IFB ? "ifb" : "none";
 }
 
 static void guard_path(char *buf, size_t len, const char *dir, const char *pin)
@@ -342,6 +357,8 @@ int nfsl_guard_sync(const char *dir, const struct nfsl_config *cfg, bool quiet)
 			continue;
 		}
 		k = nfsl_guard_kind(i->if_index);
+		if (k == NFSL_GUARD_IFB)
+			continue;
 		if (k == NFSL_GUARD_NONE) {
 			fprintf(stderr, "nfslice: note: no guard on %s: its link type is "
 				"neither Ethernet nor IP (docs/design.md \"Where a packet "
@@ -409,6 +426,8 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
 			close(fd);
 		if (g->link_id)
 			st->nguarded++;
+		else if (g->kind == NFSL_GUARD_IFB)
+			;
 		else if (g->kind == NFSL_GUARD_NONE)
 			st->nbare++;
 		else

@@ -28,6 +28,8 @@ enum nfsl_guard_kind {
 	NFSL_GUARD_NONE, /* no guard can parse its packets: see nfsl_guard_kind */
 	NFSL_GUARD_ETH,  /* Ethernet header (ARPHRD_ETHER, ARPHRD_LOOPBACK) */
 	NFSL_GUARD_L3,   /* IP from the first byte (ipip, gre, sit, wg, tun) */
+	NFSL_GUARD_IFB,  /* an ifb: it hands every packet back to the device it
+			  * was redirected from, whose guard applies; none */
 };
 
 /* A namespace holds at most this many guarded interfaces per domain. */

@@ -35,7 +35,8 @@ static void guard_health(const struct nfsl_domain *d, struct nfsl_health *h)
 
 	nfsl_guard_state(d->dir, &d->cfg, g);
 	for (unsigned int i = 0; i < g->nifs; i++) {
-		if (g->ifs[i].link_id || g->ifs[i].kind == NFSL_GUARD_NONE)
+		if (g->ifs[i].link_id || g->ifs[i].kind == NFSL_GUARD_NONE ||
+		    g->ifs[i].kind == NFSL_GUARD_IFB)
 			continue;
 		if (n < sizeof(names))
 			n += snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "",
