@@ -192,6 +192,17 @@ static int g_run_nf(const uint8_t *in, uint32_t len, int v6, uint8_t hook)
 	return o.retval;
 }
 
+/* A fresh domain; the frame of @s into @in (*@len bytes) and its slice
+ * into @sliced (*@slen bytes). Returns the slot the token names. */
+static uint32_t g_slice(const struct pkt_spec *s, uint8_t *in, size_t *len, uint8_t *sliced,
+			uint32_t *slen)
+{
+	h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
+	*len = pkt_build(s, in);
+	x_slice_ok(pkt_name(s), in, *len, h_part_base(), 1, NULL, sliced, slen);
+	return NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(sliced + *slen - 16)));
+}
+
 /* Local delivery (netfilter LOCAL_IN): a sliced header of ours dropped
  * (NF_DROP 0), its slot freed, counted; under a retired key dropped; a
  * random tail and a packet too short for a token accepted (NF_ACCEPT 1). */
@@ -208,11 +219,8 @@ Test(guard, local_in)
 			uint32_t slen, idx;
 			size_t len;
 
-			h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
-			len = pkt_build(&s, in);
+			idx = g_slice(&s, in, &len, sliced, &slen);
 			cr_expect_eq(g_run_nf(in, len, v6, G_LOCAL_IN), 1, "%s: random tail", pkt_name(&s));
-			x_slice_ok(pkt_name(&s), in, len, h_part_base(), 1, NULL, sliced, &slen);
-			idx = NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(sliced + slen - 16)));
 			cr_expect_eq(g_run_nf(sliced, slen, v6, G_LOCAL_IN), 0, "%s: ours", pkt_name(&s));
 			h_slot_read(idx, &slot);
 			cr_expect_eq(NFSL_CTL_EXP(slot.ctl), 0, "%s: slot not freed", pkt_name(&s));
@@ -242,10 +250,7 @@ Test(guard, forward)
 		uint32_t slen, idx;
 		size_t len;
 
-		h_configure(256, 0, H_STORE_SLOTS / H.ncpus, 2);
-		len = pkt_build(&s, in);
-		x_slice_ok(pkt_name(&s), in, len, h_part_base(), 1, NULL, sliced, &slen);
-		idx = NFSL_TOKEN_IDX(ntohl(*(uint32_t *)(sliced + slen - 16)));
+		idx = g_slice(&s, in, &len, sliced, &slen);
 		H.cfg.ifaces[1].ifindex = 1; /* lo: a domain interface */
 		h_write_config();
 		cr_expect_eq(g_run_nf(sliced, slen, v6, G_FORWARD), 1, "%s: to the domain", pkt_name(&s));
