@@ -191,9 +191,15 @@ def test_list_every_namespace(clean, domain, spare_ns):
 
 def wait_gone(rig, d):
     """Poll list until the domain at pin directory D reports its namespace
-    gone (the kernel tears a deleted namespace down asynchronously)."""
-    poll(lambda: list_json(rig)[str(d)]["netns"]["state"] == "gone", 20,
-         f"the namespace of {d} to be reported gone", interval=0.2)
+    gone (the kernel tears a deleted namespace down asynchronously), or
+    is no longer listed: gc is host-wide, and another test file's gc may
+    have removed it first. True when it is still listed (ours to gc)."""
+    def state():
+        dom = list_json(rig).get(str(d))
+        return dom["netns"]["state"] if dom else "removed"
+    return poll(lambda: state() in ("gone", "removed") and state(), 20,
+                f"the namespace of {d} to be reported gone",
+                interval=0.2) == "gone"
 
 
 def test_gc_removes_domains_of_deleted_namespaces(clean, domain, spare_ns):
@@ -218,15 +224,16 @@ def test_gc_removes_domains_of_deleted_namespaces(clean, domain, spare_ns):
     must(run(["ip", "netns", "delete", ns]))
     # The domain's netfilter guards (links) hold the namespace: no name, no
     # process, still alive until gc lets them go (docs/design.md).
-    held = list_json(rig)[str(d)]
-    assert held["netns"]["state"] == "alive" and \
-        held["netns"]["name"] is None, held
-    # --dry-run: nothing done.
-    must(rig.nfslice("gc", "--dry-run"))
-    assert d.is_dir() and (d / "guard" / "nf4").exists()
+    # (Another test file's gc, host-wide, may let them go first.)
+    held = list_json(rig).get(str(d))
+    if held:
+        assert held["netns"]["state"] == "alive" and \
+            held["netns"]["name"] is None, held
+        # --dry-run: nothing done.
+        must(rig.nfslice("gc", "--dry-run"))
     out = json.loads(must(rig.nfslice("gc", "--json")))
-    assert {"name": "spare", "dir": str(d), "cookie": cookie} in \
-        out["removed"], out
+    assert not held or {"name": "spare", "dir": str(d), "cookie": cookie} \
+        in out["removed"], out
     assert not d.exists() and not d.parent.exists()
     # The live domain is untouched and healthy.
     st = rig.status("keep")
@@ -261,7 +268,7 @@ def test_gc_keeps_a_namespace_held_by_a_file_descriptor(clean, spare_ns):
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
-    wait_gone(rig, d)
-    out = json.loads(must(rig.nfslice("gc", "--json")))
-    assert str(d) in {r["dir"] for r in out["removed"]}, out
+    if wait_gone(rig, d):
+        out = json.loads(must(rig.nfslice("gc", "--json")))
+        assert str(d) in {r["dir"] for r in out["removed"]}, out
     assert not d.exists()
