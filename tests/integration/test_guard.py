@@ -160,7 +160,9 @@ def test_new_interface_guarded_by_nfsliced(nets, tmp_path):
         poll(lambda: "watching the links" in d.text(), 10,
              "nfsliced watching the namespace's links")
         new_link(net)
-        poll(lambda: guarded(status(net, "gn")).get("dut9"), 5,
+        # At once, unless another run holds the host lock: the watcher
+        # then retries every second (the FORWARD guard covers dut9 until).
+        poll(lambda: guarded(status(net, "gn")).get("dut9"), 30,
              "a guard on dut9 from nfsliced")
         assert "guard link" in d.text(), d.text()
     finally:
