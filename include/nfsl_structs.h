@@ -307,4 +307,27 @@ struct nfsl_retired {
 	struct nfsl_retired_key keys[NFSL_MAX_RETIRED];
 };
 
+/*
+ * nfsl_iface_idx - index of @ifindex in the domain's interfaces and NF
+ * ports (cfg->ifaces[]), or NFSL_MAX_IFACES when it is none of them: a
+ * linear search of up to cfg->nifaces entries. The slicer searches its
+ * ingress once per packet and hands the index on (nfsl_route,
+ * nfsl_tenant_of); the FORWARD guard searches a routed packet's egress,
+ * user space a name it was given (guard.c, tenant.c).
+ * An index, not the entry: a pointer out of the loop
+ * would multiply the verifier's states by the loop's exits (it hit the
+ * 1M instruction limit), an index the verifier need not know precisely
+ * does not.
+ */
+NFSL_INLINE __u32 nfsl_iface_idx(const struct nfsl_config *cfg, __u32 ifindex)
+{
+	for (__u32 i = 0; i < NFSL_MAX_IFACES; i++) {
+		if (i >= cfg->nifaces)
+			break;
+		if (cfg->ifaces[i].ifindex == ifindex)
+			return i;
+	}
+	return NFSL_MAX_IFACES;
+}
+
 #endif /* NFSL_STRUCTS_H */

@@ -175,14 +175,6 @@ static __u32 link_id(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
 }
 
-static bool in_domain(const struct nfsl_config *cfg, __u32 ifindex)
-{
-	for (__u32 i = 0; i < cfg->nifaces && i < NFSL_MAX_IFACES; i++)
-		if (cfg->ifaces[i].ifindex == ifindex)
-			return true;
-	return false;
-}
-
 /* The netfilter link of @prog at @hook of family @pf. fd or -errno. */
 static int nf_link_create(int prog, __u32 pf, __u32 hook)
 {
@@ -279,7 +271,7 @@ static bool pin_stays(const char *name, const struct nfsl_config *cfg)
 		return true;
 	ifindex = strtoul(name + 2, &end, 10);
 	return *end || !ifindex ||
-	       (if_indextoname(ifindex, ifname) && !in_domain(cfg, ifindex));
+	       (if_indextoname(ifindex, ifname) && nfsl_iface_idx(cfg, ifindex) >= NFSL_MAX_IFACES);
 }
 
 /* Unpin what pin_stays(@cfg) lets go in @dir/guard/: how many; *@err the
@@ -347,7 +339,7 @@ int nfsl_guard_sync(const char *dir, const struct nfsl_config *cfg, bool quiet)
 		enum nfsl_guard_kind k;
 		int fd;
 
-		if (in_domain(cfg, i->if_index))
+		if (nfsl_iface_idx(cfg, i->if_index) < NFSL_MAX_IFACES)
 			continue;
 		snprintf(pin, sizeof(pin), PIN_IF "%u", i->if_index);
 		guard_path(path, sizeof(path), dir, pin);
@@ -412,7 +404,7 @@ void nfsl_guard_state(const char *dir, const struct nfsl_config *cfg,
 		typeof(st->ifs[0]) *g = &st->ifs[st->nifs];
 		__u32 on = 0;
 
-		if (in_domain(cfg, i->if_index))
+		if (nfsl_iface_idx(cfg, i->if_index) < NFSL_MAX_IFACES)
 			continue;
 		g->ifindex = i->if_index;
 		snprintf(g->name, sizeof(g->name), "%s", i->if_name);

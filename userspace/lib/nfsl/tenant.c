@@ -408,12 +408,9 @@ static int tenants_config(struct nfsl_config *cfg, const struct nfsl_tenant_spec
 		cfg->ifaces[i].tenant = 0;
 	for (__u32 k = 0; k < sp->ndevs; k++) {
 		unsigned int ifindex = if_nametoindex(sp->devs[k].name);
-		__u32 i;
+		__u32 i = ifindex ? nfsl_iface_idx(cfg, ifindex) : NFSL_MAX_IFACES;
 
-		for (i = 0; ifindex && i < cfg->nifaces && i < NFSL_MAX_IFACES; i++)
-			if (cfg->ifaces[i].ifindex == ifindex)
-				break;
-		if (!ifindex || i >= cfg->nifaces || (cfg->ifaces[i].flags & NFSL_IF_NF_PORT)) {
+		if (i >= NFSL_MAX_IFACES || (cfg->ifaces[i].flags & NFSL_IF_NF_PORT)) {
 			snprintf(err, errlen, "dev=%s: not a domain interface in this network "
 				 "namespace (tenants are chosen where packets enter the domain)",
 				 sp->devs[k].name);
