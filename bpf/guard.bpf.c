@@ -30,6 +30,7 @@
 #include <linux/netfilter.h>
 
 #include "nfsl_ours.h"
+#include "nfsl_kern.h"
 
 /* The guard's verdict on @skb, parsed into @p: drop when it carries our
  * headers, else on to the next program. */
@@ -71,23 +72,6 @@ int nfsl_guard_l3(struct __sk_buff *skb)
 }
 
 /* ---- local delivery: netfilter (BPF_PROG_TYPE_NETFILTER, Linux >= 6.4) */
-
-/* The kernel's types as far as we read them (CO-RE: the offsets come from
- * the running kernel's BTF). */
-struct net_device {
-	int ifindex;
-} __attribute__((preserve_access_index));
-
-struct sk_buff {
-	unsigned int len;
-	struct net_device *dev;
-	unsigned char *head;
-	unsigned int end; /* sk_buff_data_t: an offset from head on 64-bit */
-} __attribute__((preserve_access_index));
-
-struct skb_shared_info {
-	unsigned short gso_size;
-} __attribute__((preserve_access_index));
 
 struct nf_hook_state {
 	__u8 hook;

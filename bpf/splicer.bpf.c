@@ -20,9 +20,10 @@
  * Never is a sliced header sent on without its payload.
  * The codec (token check, checksum, header rewrite) is include/nfsl_splice.h,
  * shared with the AF_XDP engine's TX path (userspace/lib/xsk/splice.c); this file adds
- * the skb access, the MTU check and the counters.
+ * the skb access, the MTU check (nfsl_kern.h) and the counters.
  */
 #include "nfsl_ours.h"
+#include "nfsl_kern.h"
 
 /* Residency of spliced payloads, us: log2 buckets and their sum
  * (NFSL_RES_BUCKETS, nfsl_consts.h), per CPU; pinned as "residency".
@@ -69,7 +70,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	__u32 gen, len, tok_off, new_l3, mtu;
+	__u32 gen, len, tok_off, new_l3;
 	struct nfsl_slot *s = NULL;
 	__u64 parked_ns;
 	__u16 *csum_field, csum;
@@ -105,8 +106,7 @@ static __always_inline int nfsl_splice(struct __sk_buff *skb,
 		goto stale;
 
 	new_l3 = tok_off + len - p->l3off;
-	mtu = new_l3; /* in: L3 length to check; out: the device MTU */
-	if (bpf_check_mtu(skb, 0, &mtu, 0, 0)) {
+	if (!nfsl_skb_fits_mtu(skb, new_l3)) {
 		nfsl_slot_release(s, gen);
 		cnt->too_big++;
 		if (nfsl_events_on(cfg))

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * The kernel's own types, as far as the tc programs read them (CO-RE: the
+ * offsets come from the running kernel's BTF), and the one kfunc that
+ * reaches them from a tc context without a helper call.
+ */
+#ifndef NFSL_KERN_H
+#define NFSL_KERN_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct net_device {
+	int ifindex;
+	unsigned int mtu;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	unsigned int len;
+	struct net_device *dev;
+	unsigned char *head;
+	unsigned int end; /* sk_buff_data_t: an offset from head on 64-bit */
+} __attribute__((preserve_access_index));
+
+struct skb_shared_info {
+	unsigned short gso_size;
+} __attribute__((preserve_access_index));
+
+/* The sk_buff behind a tc program's __sk_buff (Linux >= 6.3). The
+ * verifier turns the call into a register move: no call is made. */
+extern void *bpf_cast_to_kern_ctx(void *ctx) __ksym;
+
+/*
+ * nfsl_skb_fits_mtu - would an IP packet of @l3len bytes fit the MTU of
+ * the device @skb leaves through? What bpf_check_mtu(skb, 0, &l3len, 0, 0)
+ * answers for a packet that is not GSO (the MTU against the L3 length),
+ * read in place: a helper call costs ~20 ns here (SRSO return thunks).
+ */
+static __always_inline bool nfsl_skb_fits_mtu(struct __sk_buff *skb, __u32 l3len)
+{
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+
+	return l3len <= kskb->dev->mtu;
+}
+
+#endif /* NFSL_KERN_H */
