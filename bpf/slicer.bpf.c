@@ -482,6 +482,7 @@ static __always_inline int nfsl_slice(struct xdp_md *ctx,
 				       tsum, &psum);
 	}
 
+	nfsl_token_memo_write(s, &tok, cfg->key);
 	s->len = parked;
 	s->csum = psum;
 	s->dscp = p->dscp;

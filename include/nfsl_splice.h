@@ -163,6 +163,8 @@ NFSL_INLINE bool nfsl_token_ours(const struct nfsl_token *t, struct nfsl_slot *s
 NFSL_INLINE bool nfsl_token_ours_cfg(const struct nfsl_token *t, struct nfsl_slot *s,
 				     const struct nfsl_config *cfg)
 {
+	if (s && nfsl_token_memo_ok(t, s, cfg->key))
+		return true; /* the MAC nfsl_token_ours would compute */
 	if (nfsl_token_ours(t, s, cfg->key))
 		return true;
 	return (cfg->flags & NFSL_CFG_KEY_OLD) && nfsl_token_ours(t, s, cfg->key_old);

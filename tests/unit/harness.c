@@ -305,13 +305,19 @@ void h_slot_read(uint32_t idx, struct nfsl_slot *s)
 		     "cannot read slot %u", idx);
 }
 
+void h_slot_write(uint32_t idx, const struct nfsl_slot *s)
+{
+	cr_assert_eq(bpf_map_update_elem(H.store, &idx, s, BPF_ANY), 0,
+		     "cannot write slot %u", idx);
+}
+
 void h_slot_set_ctl(uint32_t idx, uint64_t ctl)
 {
 	struct nfsl_slot s;
 
 	h_slot_read(idx, &s);
 	s.ctl = ctl;
-	cr_assert_eq(bpf_map_update_elem(H.store, &idx, &s, BPF_ANY), 0);
+	h_slot_write(idx, &s);
 }
 
 void h_token(uint32_t slot, uint32_t gen, uint8_t tok[16])

@@ -107,6 +107,8 @@ bool h_expect_counters(const struct nfsl_counters *want, const char *what);
 void h_set_mtu(const char *dev, unsigned int mtu);
 
 void h_slot_read(uint32_t idx, struct nfsl_slot *s);
+/* Write slot @idx of the store whole. */
+void h_slot_write(uint32_t idx, const struct nfsl_slot *s);
 void h_slot_set_ctl(uint32_t idx, uint64_t ctl);
 
 /* The token the domain issues for (@slot, @gen), from the reference SipHash:

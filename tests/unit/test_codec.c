@@ -119,6 +119,46 @@ Test(codec, token)
 	}
 }
 
+/* The token memo: equal tokens only, under the key it was written with,
+ * and none for a payload that leaves no room for it. */
+Test(codec, token_memo)
+{
+	static const uint32_t plens[] = { 17, 1000, 1001, 1448, NFSL_MEMO_PLEN_MAX };
+	const __u64 other[2] = { h_key[0] ^ 1, h_key[1] };
+	static struct nfsl_slot s;
+
+	for (size_t i = 0; i < ARRAY_SIZE(plens); i++) {
+		uint32_t word = NFSL_TOKEN_WORD(5, plens[i]);
+		struct nfsl_token t, f;
+
+		memset(&s, 0, sizeof(s));
+		nfsl_token_make(&t, h_key, word, 9);
+		cr_expect(!nfsl_token_memo_ok(&t, &s, h_key), "no memo yet");
+		nfsl_token_memo_write(&s, &t, h_key);
+		cr_expect_eq(NFSL_MEMO_OFF(plens[i]) % 8, 0);
+		cr_expect_geq(NFSL_MEMO_OFF(plens[i]), plens[i]);
+		cr_expect(nfsl_token_memo_ok(&t, &s, h_key), "plen %u", plens[i]);
+		cr_expect(!nfsl_token_memo_ok(&t, &s, other), "another key");
+		for (int b = 0; b < 128; b++) {
+			f = t;
+			((uint8_t *)&f)[b / 8] ^= 1 << (b % 8);
+			cr_expect(!nfsl_token_memo_ok(&f, &s, h_key),
+				  "plen %u: bit %d flipped", plens[i], b);
+		}
+	}
+	/* No room: nothing written, nothing trusted. */
+	{
+		struct nfsl_token t;
+
+		memset(&s, 0xa5, sizeof(s));
+		nfsl_token_make(&t, h_key, NFSL_TOKEN_WORD(5, NFSL_MEMO_PLEN_MAX + 1), 9);
+		nfsl_token_memo_write(&s, &t, h_key);
+		for (size_t b = 0; b < sizeof(s.payload); b++)
+			cr_assert_eq(s.payload[b], 0xa5, "byte %zu written", b);
+		cr_expect(!nfsl_token_memo_ok(&t, &s, h_key));
+	}
+}
+
 /* Claim takes a free slot with the next generation; release frees only the
  * generation that holds it, once. */
 Test(codec, store_claim_release)

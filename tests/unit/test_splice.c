@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "harness.h"
+#include "nfsl_token.h"
 #include "pkt.h"
 #include "ref.h"
 
@@ -187,6 +188,69 @@ Test(splice, forged_token)
 	cr_expect_eq(slot.ctl, NFSL_CTL(1, H.cfg.expiry), "slot ctl %#llx",
 		     (unsigned long long)slot.ctl);
 	x_splice_ok("genuine after forgeries", sliced, slen, in, len);
+}
+
+/* The token memo (nfsl_token_h "token memo"): the slicer leaves the token
+ * it issued in the slot after the payload, under the key; the splicer
+ * takes a token equal to it as ours without its MAC, and one that is not
+ * equal the slow way. */
+Test(splice, token_memo)
+{
+	struct nfsl_counters bad = { .bad_token = 1 };
+	struct pkt_spec s = { .size = 1000, .proto = PKT_UDP };
+	uint8_t in[PKT_MAX], sliced[PKT_MAX], forged[PKT_MAX];
+	struct nfsl_token_memo m;
+	struct nfsl_token t;
+	uint32_t slen, base, off;
+	size_t len = pkt_build(&s, in);
+	struct nfsl_slot slot;
+
+	h_configure(256, 7, 8, 2);
+	base = h_part_base();
+	x_slice_ok("genuine", in, len, base, 1, NULL, sliced, &slen);
+	memcpy(&t, sliced + slen - NFSL_TOKEN_LEN, sizeof(t));
+	h_slot_read(base, &slot);
+	off = NFSL_MEMO_OFF(slot.len);
+	cr_assert_eq(NFSL_TOKEN_PLEN(ntohl(t.slot)), slot.len);
+	memcpy(&m, slot.payload + off, sizeof(m));
+	cr_expect_eq(m.word, ntohl(t.slot), "memo word %#x, token %#x", m.word, ntohl(t.slot));
+	cr_expect_eq(m.gen, ntohl(t.gen));
+	cr_expect_eq(m.mac_x, t.mac ^ H.cfg.key[0] ^ H.cfg.key[1]);
+
+	/* A MAC no key made, with the memo made to match: spliced, so the
+	 * splicer asked the memo, not SipHash (only who can write the store,
+	 * root, can do this). */
+	memcpy(forged, sliced, slen);
+	for (off = 0; forged[slen - 8 + off] == forged[slen - 6 + off]; off++)
+		cr_assert_lt(off, 5, "a MAC of equal bytes");
+	/* bytes 2 apart swapped: another MAC, the same checksum */
+	forged[slen - 8 + off] = sliced[slen - 6 + off];
+	forged[slen - 6 + off] = sliced[slen - 8 + off];
+	off = NFSL_MEMO_OFF(slot.len);
+	memcpy(&t, forged + slen - NFSL_TOKEN_LEN, sizeof(t));
+	m.mac_x = t.mac ^ H.cfg.key[0] ^ H.cfg.key[1];
+	memcpy(slot.payload + off, &m, sizeof(m));
+	h_slot_write(base, &slot);
+	x_splice_ok("memo trusted", forged, slen, in, len);
+
+	/* A memo under another key (left by a key a restore replaced): the
+	 * genuine token goes the slow way and is spliced; the memo's MAC is
+	 * not ours. */
+	h_reset();
+	x_slice_ok("genuine, again", in, len, base, 1, NULL, sliced, &slen);
+	memcpy(&t, sliced + slen - NFSL_TOKEN_LEN, sizeof(t));
+	h_slot_read(base, &slot);
+	memcpy(&m, slot.payload + off, sizeof(m));
+	/* key K' with K'[0] ^ K'[1] = K[0] ^ K[1] ^ X made MAC t.mac ^ Y */
+	m.mac_x = t.mac ^ 0x0f0f0f0f0f0f0f0full ^ H.cfg.key[0] ^ H.cfg.key[1] ^
+		  0x1234567890abcdefull;
+	memcpy(slot.payload + off, &m, sizeof(m));
+	h_slot_write(base, &slot);
+	memcpy(forged, sliced, slen);
+	t.mac ^= 0x0f0f0f0f0f0f0f0full;
+	memcpy(forged + slen - NFSL_TOKEN_LEN, &t, sizeof(t));
+	x_splice_untouched("MAC of the memo's key", forged, slen, V_TC_OK, &bad);
+	x_splice_ok("genuine, memo of another key", sliced, slen, in, len);
 }
 
 /* Stale tokens: the payload they name is gone. Dropped (never sent on
