@@ -177,11 +177,13 @@ static __always_inline int nfsl_gso(struct __sk_buff *skb,
  * (nfsl_splice_quick_token)? Its token fails the pre-check, or names no
  * slot of the store while the domain has no retired key lately (a
  * retired key may have issued any index: then nfsl_token_find asks). The
- * not-ours path of most traffic: no helper call, no per-CPU lookup.
+ * not-ours path of most traffic: no helper call, no per-CPU lookup, and
+ * for the half of random tails that fail nfsl_token_index not even the
+ * configuration's (@cfg is looked up only when needed; NULL: no domain).
  * False also when the quick path does not apply (then the full way).
  */
 static __always_inline bool nfsl_quick_not_ours(struct __sk_buff *skb,
-						const struct nfsl_config *cfg)
+						struct nfsl_config **cfg)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
@@ -189,14 +191,13 @@ static __always_inline bool nfsl_quick_not_ours(struct __sk_buff *skb,
 	struct nfsl_retired *r;
 	__u32 idx, zero = 0;
 
-	if (skb->gso_size)
-		return false; /* the GSO walk looks at every segment */
 	t = nfsl_splice_quick_token(data, data_end, skb->len);
-	if (!t)
-		return false;
-	if (!nfsl_token_index(t, &idx))
-		return true;
-	if (nfsl_token_in_store(idx, cfg->slots))
+	if (t && !nfsl_token_index(t, &idx) && !skb->gso_size)
+		return true; /* the GSO walk looks at every segment */
+	*cfg = nfsl_get_config();
+	if (!*cfg || !(*cfg)->slots)
+		return true; /* no store: nothing is ours */
+	if (!t || skb->gso_size || nfsl_token_in_store(idx, (*cfg)->slots))
 		return false;
 	r = bpf_map_lookup_elem(&nfsl_retired, &zero);
 	return !r || !nfsl_retired_any(r);
@@ -205,11 +206,11 @@ static __always_inline bool nfsl_quick_not_ours(struct __sk_buff *skb,
 SEC("tc")
 int nfsl_splicer(struct __sk_buff *skb)
 {
-	struct nfsl_config *cfg = nfsl_get_config();
+	struct nfsl_config *cfg = NULL;
 	struct nfsl_counters *cnt;
 	struct nfsl_pkt p = {};
 
-	if (!cfg || !cfg->slots || nfsl_quick_not_ours(skb, cfg))
+	if (nfsl_quick_not_ours(skb, &cfg) || !cfg)
 		return NFSL_TC_NEXT;
 	cnt = nfsl_get_counters();
 	if (!cnt || nfsl_skb_parse(skb, &p, false))
