@@ -156,7 +156,11 @@ static void usage(FILE *f)
 		"  -r, --rounds N       measured rounds (default 21)\n"
 		"  -w, --warmup N       discarded warm-up rounds (default 1)\n"
 		"  -n, --iters N        packets per block, one block per program and\n"
-		"                       packet per round (default 1024)\n"
+		"                       packet per round (default 1024); with few, such\n"
+		"                       as -n 1 (programs interleaved packet by packet),\n"
+		"                       give -r 1000: fewer than 1000 packets per row\n"
+		"                       are warned of (a median of a few cold single\n"
+		"                       runs is noise)\n"
 		"  -s, --sizes LIST     frame sizes in bytes, without FCS (default 64,512,1514)\n"
 		"  -p, --proto P        udp, tcp or both (default both)\n"
 		"  -l, --lag N          also splice N packets after slicing them, so the\n"
@@ -302,5 +306,10 @@ int dp_parse_opts(struct opts *o, int argc, char **argv)
 		pr_err("unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
+	if (!o->calls && (unsigned long long)o->rounds * o->iters < 1000)
+		fprintf(stderr, "nfslice-bench-datapath: warning: %u rounds x %u packets "
+			"per block = %llu packets per row: too few for a median; "
+			"give more rounds (-r 1000 with -n 1)\n", o->rounds, o->iters,
+			(unsigned long long)o->rounds * o->iters);
 	return 0;
 }
