@@ -27,8 +27,9 @@ struct skb_shared_info {
 } __attribute__((preserve_access_index));
 
 /* The sk_buff behind a tc program's __sk_buff (Linux >= 6.3). The
- * verifier turns the call into a register move: no call is made. */
-extern void *bpf_cast_to_kern_ctx(void *ctx) __ksym;
+ * verifier turns the call into a register move: no call is made. Weak:
+ * an older kernel takes bpf_check_mtu. */
+extern void *bpf_cast_to_kern_ctx(void *ctx) __ksym __weak;
 
 /*
  * nfsl_skb_fits_mtu - would an IP packet of @l3len bytes fit the MTU of
@@ -38,8 +39,11 @@ extern void *bpf_cast_to_kern_ctx(void *ctx) __ksym;
  */
 static __always_inline bool nfsl_skb_fits_mtu(struct __sk_buff *skb, __u32 l3len)
 {
-	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	struct sk_buff *kskb;
 
+	if (!bpf_cast_to_kern_ctx)
+		return !bpf_check_mtu(skb, 0, &l3len, 0, 0);
+	kskb = bpf_cast_to_kern_ctx(skb);
 	return l3len <= kskb->dev->mtu;
 }
 
