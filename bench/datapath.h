@@ -105,7 +105,7 @@
 #define LIVE_BATCH 256 /* largest batch of a live-frames run */
 #define DP_ROUTE_SLICE 0 /* NFSL_ROUTE_SLICE of bpf/nfsl_route.h */
 
-enum hook { HOOK_XDP, HOOK_TC };
+enum hook { HOOK_XDP, HOOK_TC, HOOK_NF };
 
 /* Destination MAC of the packets: the domain's ingress interface. */
 static const __u8 bench_mac_in[6] = { 0x02, 0, 0, 0, 0, 0x02 };
@@ -140,6 +140,9 @@ enum bench_id {
 	B_TC_STORE_LAG,
 	B_SPLICER_LAG,
 	B_SPLICER_FOREIGN,
+	B_NF_EMPTY,
+	B_GUARD_FWD,
+	B_GUARD_FWD_DOMAIN,
 	B_LIVE_EMPTY,
 	B_LIVE_PARSE,
 	B_LIVE_COPY,
@@ -240,6 +243,8 @@ struct bench {
 	struct bench_xdp_bpf *bx;
 	struct bench_xdp_bpf *bxc; /* xdp-copy-cold: on slicer-cold's maps */
 	struct bench_tc_bpf *bt;
+	struct bench_nf_bpf *bn;    /* nf-empty */
+	struct guard_bpf *gd, *gdd; /* guard-fwd, guard-fwd-domain */
 	struct nfsl_config cfg;
 	struct nfsl_slot *store; /* mmap of nfsl_store */
 	size_t store_len;
@@ -282,6 +287,13 @@ int dp_flush_store(struct bench *b);
 struct bpf_map;
 int dp_reuse_maps(struct bpf_map *store, struct bpf_map *config, struct bpf_map *counters,
 		  struct bpf_map *cursor, struct slicer_bpf *sl);
+
+/* datapath_guard.c: the FORWARD guard's rows */
+int dp_setup_guards(struct bench *b);
+void dp_destroy_guards(struct bench *b);
+int dp_guard_fd(const struct bench *b, int id);
+int dp_nf_block(struct bench *b, const struct bcase *c, int fd, unsigned int iters,
+		__u64 *dur);
 
 /* datapath_calls.c: the calls per packet, by kind (--calls). 0 or -1. */
 int dp_calls(struct bench *b);

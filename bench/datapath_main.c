@@ -69,6 +69,10 @@ const struct bench_desc benches[B_NR] = {
 	 * new each packet: what ordinary traffic pays (issue 19 §3: at most
 	 * 30 ns over tc-empty). */
 	[B_SPLICER_FOREIGN] = {"splicer-foreign", HOOK_TC, 0, B_TC_EMPTY, -1, 0, -1},
+	/* The netfilter guard at FORWARD (issue 19 §1), bench/datapath_guard.c. */
+	[B_NF_EMPTY] = {"nf-empty", HOOK_NF, 0, -1, -1, 0, -1},
+	[B_GUARD_FWD] = {"guard-fwd", HOOK_NF, 0, B_NF_EMPTY, -1, 0, -1},
+	[B_GUARD_FWD_DOMAIN] = {"guard-fwd-domain", HOOK_NF, 0, B_NF_EMPTY, -1, 0, -1},
 	[B_LIVE_EMPTY] = {"live-xdp-empty", HOOK_XDP, BF_LIVE, -1, -1, 0, -1},
 	[B_LIVE_PARSE] = {"live-xdp-parse", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, -1, 0, -1},
 	[B_LIVE_COPY] = {"live-xdp-copy", HOOK_XDP, BF_LIVE, B_LIVE_EMPTY, -1, 0, -1},
@@ -129,7 +133,7 @@ int main(int argc, char **argv)
 	}
 	if (dp_setup_netns(&b))
 		goto out;
-	if (dp_setup_domain(&b))
+	if (dp_setup_domain(&b) || dp_setup_guards(&b))
 		goto out;
 	if (b.o.lag >= b.cfg.part_slots) {
 		pr_err("--lag %u must be below the partition size %u", b.o.lag, b.cfg.part_slots);
@@ -195,6 +199,7 @@ out:
 	bench_xdp_bpf__destroy(b.bxc);
 	bench_xdp_bpf__destroy(b.bx);
 	bench_tc_bpf__destroy(b.bt);
+	dp_destroy_guards(&b);
 	splicer_bpf__destroy(b.sp);
 	slicer_nofib_bpf__destroy(b.sn);
 	slicer_nolog_bpf__destroy(b.snl);

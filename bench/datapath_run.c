@@ -74,6 +74,10 @@ static int prog_fd(struct bench *b, int id)
 	case B_SLICER_SKIP:
 	case B_SLICER_SKIP_EV:
 		return bpf_program__fd(b->sks->progs.nfsl_slicer);
+	case B_NF_EMPTY:
+	case B_GUARD_FWD:
+	case B_GUARD_FWD_DOMAIN:
+		return dp_guard_fd(b, id);
 	case B_TC_EMPTY:
 		return bpf_program__fd(b->bt->progs.bench_tc_empty);
 	case B_TC_PARSE:
@@ -427,7 +431,8 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 	err = block_events(b, id, true);
 	if (err)
 		goto out;
-	if (b->o.flush && id != B_XDP_EMPTY && id != B_TC_EMPTY && id != B_LIVE_EMPTY) {
+	if (b->o.flush && id != B_XDP_EMPTY && id != B_TC_EMPTY && id != B_LIVE_EMPTY &&
+	    id != B_NF_EMPTY) {
 		err = dp_flush_store(b);
 		if (err)
 			goto out;
@@ -442,6 +447,8 @@ static int run_block(struct bench *b, struct bcase *c, int id, int r)
 	} else if (d->hook == HOOK_XDP) {
 		for (i = 0; i < iters && !err; i++)
 			err = xdp_iter(b, c, id, fd, &dur);
+	} else if (d->hook == HOOK_NF) {
+		err = dp_nf_block(b, c, fd, iters, &dur);
 	} else if (id == B_TC_EMPTY || id == B_TC_PARSE) {
 		unsigned int len;
 		__u32 ret, du;

@@ -72,3 +72,23 @@ def test_few_packets_per_row_warned():
     r = subprocess.run(args + ["-r", "1000"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr
+
+
+def test_guard_rows():
+    """The FORWARD guard's rows (bench/datapath_guard.c): an unsliced frame
+    accepted toward a domain interface (the early accept) and elsewhere
+    (parse and token check; the driver fails if the guard drops it), each
+    net of an empty netfilter program."""
+    if os.geteuid():
+        pytest.skip("needs root (BPF_PROG_TEST_RUN)")
+    r = subprocess.run([DRIVER, "-q", "-N", "-l", "0", "-r", "5", "-n", "200", "-s", "64,1514",
+                        "-p", "both", "-P", "guard-fwd,guard-fwd-domain"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {}
+    for ln in r.stdout.splitlines():
+        f = ln.split()
+        if len(f) > 3 and f[2] in ("nf-empty", "guard-fwd", "guard-fwd-domain"):
+            rows[(int(f[0]), f[1], f[2])] = float(f[3])
+    assert set(rows) == {(s, p, g) for s in (64, 1514) for p in ("udp", "tcp")
+                         for g in ("nf-empty", "guard-fwd", "guard-fwd-domain")}

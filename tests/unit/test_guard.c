@@ -16,21 +16,21 @@
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
+#include "nfsl/guard.h"
 #include "util/util.h"
 #include "guard.skel.h"
 
 static struct guard_bpf *g;
 
 /* The harness's domain, and the guard object on its maps (the netfilter
- * program typed by hand: libbpf 1.1 knows no SEC("netfilter")). */
+ * program typed by nfsl_nf_prog_type: libbpf 1.1 knows no SEC("netfilter")). */
 static void g_setup(void)
 {
 	h_setup();
 	g = guard_bpf__open();
 	cr_assert_not_null(g);
 	bpf_map__set_max_entries(g->maps.nfsl_store, H_STORE_SLOTS);
-	cr_assert_eq(bpf_program__set_type(g->progs.nfsl_guard_nf, 32), 0);
-	cr_assert_eq(bpf_program__set_expected_attach_type(g->progs.nfsl_guard_nf, 45), 0);
+	cr_assert_eq(nfsl_nf_prog_type(g->progs.nfsl_guard_nf), 0);
 	cr_assert_eq(bpf_map__reuse_fd(g->maps.nfsl_store, H.store) ||
 		     bpf_map__reuse_fd(g->maps.nfsl_config, H.config) ||
 		     bpf_map__reuse_fd(g->maps.nfsl_counters, H.counters) ||

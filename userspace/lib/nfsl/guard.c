@@ -110,6 +110,13 @@ static void guard_path(char *buf, size_t len, const char *dir, const char *pin)
 	snprintf(buf, len, "%s/" NFSL_PIN_GUARD "/%s", dir, pin);
 }
 
+int nfsl_nf_prog_type(struct bpf_program *prog)
+{
+	int err = bpf_program__set_type(prog, NFSL_PROG_TYPE_NETFILTER);
+
+	return err ? err : bpf_program__set_expected_attach_type(prog, NFSL_ATTACH_NETFILTER);
+}
+
 int nfsl_guard_load(const char *dir, __u32 slots)
 {
 	static const char *const pins[] = { PIN_TC, PIN_TC_L3, PIN_NF };
@@ -130,10 +137,7 @@ int nfsl_guard_load(const char *dir, __u32 slots)
 	progs[0] = g->progs.nfsl_guard;
 	progs[1] = g->progs.nfsl_guard_l3;
 	progs[2] = g->progs.nfsl_guard_nf;
-	/* libbpf 1.1 knows no SEC("netfilter"). */
-	err = bpf_program__set_type(progs[2], NFSL_PROG_TYPE_NETFILTER);
-	if (!err)
-		err = bpf_program__set_expected_attach_type(progs[2], NFSL_ATTACH_NETFILTER);
+	err = nfsl_nf_prog_type(progs[2]);
 	if (!err)
 		err = nfsl_use_domain_maps(g->obj, dir, slots);
 	if (!err)

@@ -64,6 +64,15 @@ enum nfsl_guard_kind nfsl_guard_kind(int ifindex);
 /* Name of @k for messages and JSON: "eth", "l3", "none". */
 const char *nfsl_guard_kind_name(enum nfsl_guard_kind k);
 
+struct bpf_program;
+
+/*
+ * nfsl_nf_prog_type - make @prog, opened but not loaded, a netfilter
+ * program (BPF_PROG_TYPE_NETFILTER, Linux >= 6.4): libbpf 1.1 knows no
+ * SEC("netfilter"). 0 or -errno.
+ */
+int nfsl_nf_prog_type(struct bpf_program *prog);
+
 /*
  * nfsl_guard_load - load the guard object of the domain at @dir (its maps
  * the domain's pins, the store sized @slots) and pin its programs in
