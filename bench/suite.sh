@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The benchmark suite behind `make bench` (issue #3), in order:
-#   1. datapath cost: slicer/splicer ns/packet vs bare baselines (bench/run.sh)
+#   1. datapath cost: slicer/splicer ns/packet vs bare baselines (bench/run.sh),
+#      and the slicer's packet by packet (-n 1 -r 1000)
 #   2. loss-free rate, goodput, CPU per core, data movement, sliced vs
 #      unsliced, inline and park topologies (bench/exp_throughput.py)
 #   3. park: loss-free goodput sliced vs unsliced against the link rate
@@ -79,6 +80,10 @@ else
 	q=()
 	step datapath bench/run.sh
 fi
+# The slicer's target packet by packet too (issue 19): programs interleaved
+# one packet at a time, 1000 rounds (fewer are noise).
+step datapath-n1 build/nfslice-bench-datapath -q -N -l 0 -r 1000 -n 1 -s 1514 -p both \
+	-P slicer,xdp-copy-cold
 step throughput "$py" bench/exp_throughput.py "${q[@]}"
 step linkrate "$py" bench/exp_linkrate.py "${q[@]}"
 if [ $quick = 1 ]; then
