@@ -27,11 +27,13 @@
 #include "nfsl_route.h"
 #include "nfsl_splice.h"
 
-/* libxdp dispatcher: run after programs of default priority (50), and let
- * the next program run when we pass. */
+/* libxdp dispatcher: the slicer runs last (issue 20 §4, docs/design.md
+ * "No way around the splicer"): after every program of a lower priority
+ * (the default is 50), and its XDP_PASS ends the chain, so no program
+ * after it can XDP_TX or XDP_REDIRECT a sliced header. */
 struct {
-	__uint(priority, 60);
-	__uint(XDP_PASS, 1);
+	__uint(priority, NFSL_SLICER_RUN_PRIO);
+	__uint(XDP_PASS, 0);
 } XDP_RUN_CONFIG(nfsl_slicer);
 
 /* Entry 0: the program that gets what the slicer passes (tail call); one

@@ -30,6 +30,10 @@
 #define NFSL_SLOT_META 32
 #define NFSL_PAYLOAD_MAX (NFSL_SLOT_SIZE - NFSL_SLOT_META)
 
+/* The slicer's run priority in a libxdp dispatcher: above any other
+ * program's (libxdp's default is 50), so it runs last (bpf/slicer.bpf.c). */
+#define NFSL_SLICER_RUN_PRIO 10000
+
 /* Most payload bytes `keep` may leave in the packet (PayloadPark §7's
  * decoupling boundary). Bounded so the checksum scratch fits the BPF stack. */
 #define NFSL_KEEP_MAX 192
