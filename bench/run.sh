@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Datapath cost benchmark (issue #2): per-packet cost of the slicer and the
 # splicer under BPF_PROG_TEST_RUN next to bare baselines, in ns/packet.
-# Writes bench/results/datapath_cost.{json,csv} and prints the table.
+# Writes bench/results/datapath_cost.{json,csv} (NFSL_BENCH_OUT in the
+# environment: another name than datapath_cost) and prints the table.
 # Extra arguments go to the driver (see build/nfslice-bench-datapath --help),
 # e.g. bench/run.sh --rounds 41 --sizes 1514.
 # Build first: make -C bench (or `make bench`, which builds and runs).
@@ -23,5 +24,6 @@ fi
 mkdir -p "$results"
 
 echo "bench: $driver $*"
-"$driver" --json "$results/datapath_cost.json" --csv "$results/datapath_cost.csv" "$@"
-echo "bench: results in ${results#"$root"/}/datapath_cost.{json,csv}"
+out=${NFSL_BENCH_OUT:-datapath_cost}
+"$driver" --json "$results/$out.json" --csv "$results/$out.csv" "$@"
+echo "bench: results in ${results#"$root"/}/$out.{json,csv}"

@@ -82,8 +82,8 @@ else
 fi
 # The slicer's target packet by packet too (issue 19): programs interleaved
 # one packet at a time, 1000 rounds (fewer are noise).
-step datapath-n1 build/nfslice-bench-datapath -q -N -l 0 -r 1000 -n 1 -s 1514 -p both \
-	-P slicer,xdp-copy-cold
+step datapath-n1 env NFSL_BENCH_OUT=datapath_n1 bench/run.sh -q -N -l 0 -r 1000 -n 1 \
+	-s 1514 -p both -P slicer,xdp-copy-cold
 step throughput "$py" bench/exp_throughput.py "${q[@]}"
 step linkrate "$py" bench/exp_linkrate.py "${q[@]}"
 if [ $quick = 1 ]; then
