@@ -60,16 +60,12 @@ enum nfsl_claim {
 
 #define NFSL_READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 
-/* Hot window (above): default smallest window, in slots (32 KiB: a slot
- * comes round again after 16 slices, while the L2 still holds it; a
- * softirq batch keeps at most ~8 payloads in flight through a kernel NF,
- * and more make the window grow. iperf3 through the NAT router: the
- * slicer 9% cheaper than with 64 slots, 128 KiB, which the rest of the
- * path evicts between two visits: docs/benchmarks-iperf.md; 512 no better
- * than the FIFO: docs/benchmarks.md "Store hot and cold"); passes in a
- * row, mostly free, before it halves; "mostly free": at most one slot in
- * NFSL_WIN_BUSY_DIV met busy in a pass. */
-#define NFSL_WIN_MIN 16
+/* Hot window (above): default smallest window, in slots (128 KiB, an
+ * eighth of this platform's 1 MiB L2; 16 to 128 slots measured alike on
+ * traffic, 512 no better than the FIFO: docs/benchmarks.md "Store hot and
+ * cold"); passes in a row, mostly free, before it halves; "mostly free":
+ * at most one slot in NFSL_WIN_BUSY_DIV met busy in a pass. */
+#define NFSL_WIN_MIN 64
 #define NFSL_WIN_CLEAN 2
 #define NFSL_WIN_BUSY_DIV 8
 /* Slots tried per packet at most (one when the window is the partition). */

@@ -315,9 +315,7 @@ Test(store_codec, window_pass)
 	struct nfsl_alloc a = { 0 };
 	uint32_t w = 64;
 
-	/* the default: 16 slots, 32 KiB (64 before: evicted between visits
-	 * under iperf3 through a kernel NF, docs/benchmarks-iperf.md) */
-	cr_expect_eq(nfsl_win_size(0, 0, 2048), 16);
+	cr_expect_eq(nfsl_win_size(0, 0, 2048), NFSL_WIN_MIN);
 	cr_expect_eq(nfsl_win_size(0, 0, 16), 16, "never above the partition");
 	cr_expect_eq(nfsl_win_size(4096, 8, 2048), 2048);
 	a.busy = 64 / NFSL_WIN_BUSY_DIV + 1; /* not mostly free */
