@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <bpf/libbpf.h>
 #include <criterion/criterion.h>
 
 #include "nfsl_csum.h"
@@ -19,6 +20,7 @@
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
+#include "csum_probe.skel.h"
 
 TestSuite(codec, .timeout = 10);
 
@@ -252,6 +254,63 @@ Test(codec, csum_bytes)
 		cr_assert_eq(nfsl_csum_at(got, 1), want, "len %zu odd", len);
 		cr_assert_eq(nfsl_csum_at(got, 2), got);
 	}
+}
+
+/* nfsl_csum_add: the 32-bit sum with the end-around carry, at the edges
+ * (no carry, a carry, the largest sum) and on random words against
+ * the 64-bit reference fold. */
+Test(codec, csum_add)
+{
+	static const uint32_t e[][3] = {
+		{ 0, 0, 0 },
+		{ 1, 0xfffffffe, 0xffffffff },
+		{ 1, 0xffffffff, 1 },
+		{ 0x80000000, 0x80000000, 1 },
+		{ 0xffffffff, 0xffffffff, 0xffffffff },
+		{ 0x12345678, 0xedcba987, 0xffffffff }, /* -0 stays -0 */
+	};
+
+	for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++)
+		cr_assert_eq(nfsl_csum_add(e[i][0], e[i][1]), e[i][2], "%#x + %#x", e[i][0], e[i][1]);
+	srand(3);
+	for (int i = 0; i < 100000; i++) {
+		uint32_t a = (uint32_t)rand() << 1 ^ (uint32_t)rand(), b = (uint32_t)rand() << 1 ^ (uint32_t)rand();
+		uint64_t s = (uint64_t)a + b;
+
+		cr_assert_eq(nfsl_csum_add(a, b), (uint32_t)(s + (s >> 32)), "%#x + %#x", a, b);
+	}
+}
+
+/*
+ * nfsl_csum_add compiled for BPF (tests/unit/bpf/csum_probe.bpf.c, the
+ * datapath's flags) has no conditional jump: BPF has no set-on-carry, so
+ * a carry test is a branch on the data, mispredicted about every other
+ * add, a dozen adds per slice and per splice.
+ */
+Test(codec, csum_add_bpf_branchless)
+{
+	const struct bpf_insn *in;
+	struct bpf_program *prog;
+	struct bpf_object *obj;
+	size_t sz, n, jumps = 0;
+	const void *elf = csum_probe_bpf__elf_bytes(&sz);
+
+	obj = bpf_object__open_mem(elf, sz, NULL);
+	cr_assert_not_null(obj, "csum_probe.bpf.o does not open");
+	prog = bpf_object__find_program_by_name(obj, "nfsl_csum_add_probe");
+	cr_assert_not_null(prog);
+	in = bpf_program__insns(prog);
+	n = bpf_program__insn_cnt(prog);
+	cr_assert_gt(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		__u8 cls = BPF_CLASS(in[i].code), op = BPF_OP(in[i].code);
+
+		if ((cls == BPF_JMP || cls == BPF_JMP32) && op != BPF_JA && op != BPF_CALL &&
+		    op != BPF_EXIT)
+			jumps++;
+	}
+	bpf_object__close(obj);
+	cr_assert_eq(jumps, 0, "%zu conditional jumps in %zu instructions", jumps, n);
 }
 
 /* The user-space parser finds what the reference finds. */
