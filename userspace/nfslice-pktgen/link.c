@@ -147,7 +147,8 @@ struct pg_peer {
 
 /*
  * pg_peer_prepare - make sure a veth peer takes our frames.
- * Sets *@state; attaches xdp_pass/xdp_drop when --peer-xdp says so and the
+ * Sets *@state (PG_PEER_SKB on the socket path: a veth takes skbs whatever
+ * its peer runs); attaches xdp_pass/xdp_drop when --peer-xdp says so and the
  * peer is here without a native XDP program (*@peer is then what
  * pg_peer_restore() removes). The attachment is a BPF link: it goes away
  * with the process however that ends. Warns once when frames will be
@@ -163,6 +164,10 @@ int pg_peer_prepare(const struct pg_cfg *cfg, struct pg_peer **peer,
 	int err;
 
 	*peer = NULL;
+	if (cfg->path == PG_PATH_SOCKET && l->peer_ifindex) {
+		*state = PG_PEER_SKB; /* skbs, not XDP frames: nothing to attach */
+		return 0;
+	}
 	if (!l->peer_ifindex) {
 		*state = PG_PEER_NONE;
 		return 0;
