@@ -174,6 +174,7 @@ void pg_cfg_free(struct pg_cfg *cfg);
 
 /* link.c */
 int pg_link_get(const char *dev, struct pg_link *l);
+int pg_link_tx_dropped(int ifindex, __u64 *out);
 struct pg_peer;
 int pg_peer_prepare(const struct pg_cfg *cfg, struct pg_peer **peer,
 		    enum pg_peer_state *state);

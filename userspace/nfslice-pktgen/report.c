@@ -214,8 +214,8 @@ static void report_text(const struct pg_cfg *cfg, const struct pg_result *r,
 	       pps, gbps(pps, cfg->avg_len), gbps(pps, wire),
 	       r->interrupted ? " (interrupted)" : "");
 	if (cfg->path == PG_PATH_SOCKET)
-		printf("socket:   %llu taken by %s in %llu sendmmsg calls, %llu refused "
-		       "(ENOBUFS: dropped by the device or the peer's backlog)\n",
+		printf("socket:   %llu sent by %s in %llu sendmmsg calls, %llu dropped "
+		       "(refused with ENOBUFS, or counted in its tx_dropped)\n",
 		       (unsigned long long)r->st.drv_sent, l->name,
 		       (unsigned long long)r->st.drv_calls,
 		       (unsigned long long)r->st.drv_drops);
@@ -239,8 +239,9 @@ void pg_report(const struct pg_cfg *cfg, const struct pg_result *r)
 	else
 		report_text(cfg, r, secs, pps);
 	if (cfg->path == PG_PATH_SOCKET && r->st.drv_drops)
-		pg_warn("%llu of %llu frames did not leave %s: its socket reported "
-			"them dropped (a full device queue or peer backlog: lower "
+		pg_warn("%llu of %llu frames did not leave %s: the socket or the "
+			"device's tx_dropped counter reported them dropped (a veth "
+			"whose peer is down, a full queue or peer backlog: lower "
 			"--rate)", (unsigned long long)r->st.drv_drops,
 			(unsigned long long)r->st.tx, cfg->link.name);
 	else if (r->drv_stats && (r->st.drv_drops || r->st.redir_err))

@@ -9,8 +9,11 @@
  * multi-buffer program (net/bpf/test_run.c), so jumbo frames need another
  * way out. A packet socket is the simplest well-kept one: its frames go
  * through dev_queue_xmit() as any skb (a qdisc gives backpressure, a veth
- * peer needs no XDP program), and the device's verdict comes back per
- * frame: a frame the device or the peer's backlog drops fails with ENOBUFS.
+ * peer needs no XDP program). What did not leave is counted twice over:
+ * a frame the qdisc or a driver refuses fails with ENOBUFS, and what a
+ * device drops without telling the sender (a veth whose peer is down or
+ * whose peer's backlog is full) shows in its tx_dropped counter, read
+ * before and after the run (run.c).
  *
  * The frames are the live path's: the templates of packet.c, and per frame
  * the same steps as the frame program (pktgen.h: mix cursor, flow, stamp,
