@@ -20,6 +20,7 @@ the header checksum of an IPv4 one) and the stamp sequence numbers, and
 keeps the first 64 frames.
 Every generator run is bounded by --count or --duration.
 """
+import contextlib
 import itertools
 import json
 import resource
@@ -55,6 +56,21 @@ def ip(*args, ns=NS):
 def link(dev, ns=NS):
     return json.loads(must(run(["ip", "-j", "-s", "-n", ns, "link", "show",
                                 "dev", dev])))[0]
+
+
+@contextlib.contextmanager
+def ns_popen(*args, ns=NS):
+    """ARGS started in NS in the background (stdout, stderr piped, text);
+    killed on the way out if still running."""
+    p = subprocess.Popen(["ip", "netns", "exec", ns, *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def pktgen(*args, dev="pg0", ns=NS, timeout=30):
@@ -529,18 +545,11 @@ def test_peer_elsewhere_warns(netns):
 
 def test_sigterm_ends_run_and_restores_peer(netns):
     """SIGTERM ends a long run early: reported, exit 0, pg3 bare again."""
-    p = subprocess.Popen(["ip", "netns", "exec", NS, PKTGEN, "--dev", "pg2",
-                          "--duration", "20", "--rate", "1000", "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    try:
+    with ns_popen(PKTGEN, "--dev", "pg2", "--duration", "20", "--rate",
+                  "1000", "--json") as p:
         poll(lambda: "xdp" in link("pg3"), 5, "xdp_pass on pg3")
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=5)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 0, err
     res = json.loads(out)
     assert res["interrupted"] is True and res["elapsed_s"] < 5, res
@@ -575,17 +584,10 @@ def jumbo_run(n, *args):
     result, and the frames in arrival order (the catcher dropped none)."""
     with tempfile.TemporaryDirectory(prefix="nfit-pgj-") as d:
         out = Path(d) / "frames"
-        p = subprocess.Popen(["ip", "netns", "exec", NS, "python3", RECV,
-                              "pgj1", str(n), out], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        try:
+        with ns_popen("python3", RECV, "pgj1", n, out) as p:
             assert p.stdout.readline().strip() == "ready", p.stderr.read()
             res = pktgen_json("--count", n, *args, dev="pgj0")
             got, err = p.communicate(timeout=30)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         assert p.returncode == 0, err
         caught = json.loads(got)
         assert caught["drops"] == 0, caught
