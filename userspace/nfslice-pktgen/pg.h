@@ -16,6 +16,7 @@
 #ifndef PG_H
 #define PG_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -204,13 +205,12 @@ int pg_pcap_load(const char *file, __u32 max_len, struct pg_pcap *p,
 /* run.c */
 int pg_run(const struct pg_cfg *cfg, struct pg_result *res);
 void pg_stop(void);
-bool pg_stopping(void);
 
 /* sock.c: the socket path. pg_sock_open returns 0 or -1 after a message;
- * pg_sock_send returns 0 or a negative errno (-EINTR: pg_stop()). */
+ * pg_sock_send returns 0 or a negative errno (-EINTR: *stop was set). */
 struct pg_sock;
 int pg_sock_open(const struct pg_cfg *cfg, struct pg_sock **s);
-int pg_sock_send(struct pg_sock *s, __u64 n);
+int pg_sock_send(struct pg_sock *s, __u64 n, const volatile sig_atomic_t *stop);
 const struct pktgen_stats *pg_sock_stats(const struct pg_sock *s);
 void pg_sock_close(struct pg_sock *s);
 

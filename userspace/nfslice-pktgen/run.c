@@ -58,11 +58,6 @@ void pg_stop(void)
 	stopping = 1;
 }
 
-bool pg_stopping(void)
-{
-	return stopping;
-}
-
 /* The way out: live frames of the frame program, or the socket (sock.c). */
 struct pg_out {
 	int prog_fd;
@@ -75,7 +70,7 @@ struct pg_out {
 static int send_frames(struct pg_out *out, __u64 n)
 {
 	if (out->sock)
-		return pg_sock_send(out->sock, n);
+		return pg_sock_send(out->sock, n, &stopping);
 	out->o->repeat = n;
 	return bpf_prog_test_run_opts(out->prog_fd, out->o);
 }

@@ -196,14 +196,15 @@ static void write_frame(struct pg_sock *s, __u32 i, __u64 seq)
  * device refuses (ENOBUFS: dropped by it or by the veth peer's backlog) is
  * counted in drv_drops and not sent again; sendmmsg returns short of a
  * batch at such a frame without its error, so the frame it stopped at
- * counts as such a drop. Returns 0, -EINTR when a signal ended the run (the
- * frames not yet taken are not counted), or another negative errno.
+ * counts as such a drop. Returns 0, -EINTR once *@stop is set (a signal
+ * ended the run; the frames not yet taken are not counted), or another
+ * negative errno.
  */
-int pg_sock_send(struct pg_sock *s, __u64 n)
+int pg_sock_send(struct pg_sock *s, __u64 n, const volatile sig_atomic_t *stop)
 {
 	while (n) {
 		__u32 cnt = n < s->cfg->batch ? n : s->cfg->batch, off = 0;
-		bool stop = false;
+		bool end = false;
 
 		for (__u32 i = 0; i < cnt; i++)
 			write_frame(s, i, s->st.runs + i);
@@ -217,20 +218,20 @@ int pg_sock_send(struct pg_sock *s, __u64 n)
 				s->st.drv_sent += r;
 				off += r;
 			}
-			stop = pg_stopping();
-			if (stop || off == cnt)
+			end = *stop;
+			if (end || off == cnt)
 				break;
 			if (r < 0 && errno == EINTR)
 				continue; /* not our signal: nothing was sent */
 			s->st.drv_drops++;
 			off++;
 		}
-		if (stop)
+		if (end)
 			cnt = off;
 		s->st.runs += cnt;
 		s->st.tx += cnt;
 		n -= cnt;
-		if (stop)
+		if (end)
 			return -EINTR;
 	}
 	return 0;
