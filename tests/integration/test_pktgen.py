@@ -260,6 +260,11 @@ def _bad_files(d):
      "frame 1 is 10 bytes: frames of 14 to 1518 bytes"),
     (["--dev", "pg0", "--count", "1", "--pcap", "M/short.pcap", "--flows",
       "2"], "--flows does not apply to --pcap"),
+    (["--dev", "pg0", "--count", "1", "--pcap", "M/short.pcap", "--path",
+      "socket"], "--path socket does not apply to --pcap, whose frames go out "
+     "as live frames: drop --path socket"),
+    (["--dev", "pg0", "--count", "1", "--path", "xdp"],
+     "choose one of auto, live, socket"),
     (["--dev", "pg0", "--count", "1", "--proto", "sctp"],
      "choose one of udp, tcp"),
     (["--dev", "pg0", "--count", "1", "--dst-ip", "10.1"],
