@@ -8,6 +8,9 @@ removes them at the end, also on failure:
                                      checks every frame
                        pg2 <-> pg3   pg3 without XDP: --peer-xdp auto / off
                        pgd0 <-> pgd1 both down: "interface is down"
+                       pgj0 <-> pgj1 MTU 9000, no XDP: jumbo frames (the
+                                     socket path), caught on pgj1 by
+                                     pg_recv.py and checked byte for byte
   FAR nfit-RUN-pg-far  pgf1          the peer of NS's pgf0, in another
                                      namespace: the warning for a peer
                                      elsewhere
@@ -17,6 +20,7 @@ the header checksum of an IPv4 one) and the stamp sequence numbers, and
 keeps the first 64 frames.
 Every generator run is bounded by --count or --duration.
 """
+import contextlib
 import itertools
 import json
 import resource
@@ -35,6 +39,7 @@ from nfsl.pkt import l4_sum, parse, write_pcap
 from nfsl.rig import ROOT, describe, must, name, poll, run
 
 PKTGEN = ROOT / "build" / "nfslice-pktgen"
+RECV = Path(__file__).with_name("pg_recv.py")
 SINK_OBJ = ROOT / "build" / ".output" / "pktgen_sink.bpf.o"
 MIX = ROOT / "userspace" / "nfslice-pktgen" / "mixes" / "enterprise.mix"
 NS, FAR = name("pg"), name("pg-far")
@@ -51,6 +56,21 @@ def ip(*args, ns=NS):
 def link(dev, ns=NS):
     return json.loads(must(run(["ip", "-j", "-s", "-n", ns, "link", "show",
                                 "dev", dev])))[0]
+
+
+@contextlib.contextmanager
+def ns_popen(*args, ns=NS):
+    """ARGS started in NS in the background (stdout, stderr piped, text);
+    killed on the way out if still running."""
+    p = subprocess.Popen(["ip", "netns", "exec", ns, *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def pktgen(*args, dev="pg0", ns=NS, timeout=30):
@@ -82,9 +102,11 @@ def netns():
         ip("link", "add", "pg0", "type", "veth", "peer", "name", "pg1")
         ip("link", "add", "pg2", "type", "veth", "peer", "name", "pg3")
         ip("link", "add", "pgd0", "type", "veth", "peer", "name", "pgd1")
+        ip("link", "add", "pgj0", "mtu", 9000, "type", "veth", "peer",
+           "name", "pgj1", "mtu", 9000)
         ip("link", "add", "pgf0", "type", "veth", "peer", "name", "pgf1",
            "netns", FAR)
-        for dev in ("lo", "pg0", "pg1", "pg2", "pg3", "pgf0"):
+        for dev in ("lo", "pg0", "pg1", "pg2", "pg3", "pgf0", "pgj0", "pgj1"):
             ip("link", "set", "dev", dev, "up")
         ip("link", "set", "dev", "pgf1", "up", ns=FAR)
         yield
@@ -165,7 +187,7 @@ def test_help_states_units():
     assert cp.returncode == 0, describe(cp)
     for text in ("Usage: nfslice-pktgen", "--size BYTES", "--rate PPS",
                  "--duration SECONDS", "without FCS", "on the wire",
-                 "--peer-xdp MODE", "Exit status"):
+                 "--peer-xdp MODE", "--path PATH", "above 3072 B", "Exit status"):
         assert text in cp.stdout, cp.stdout
 
 
@@ -238,6 +260,11 @@ def _bad_files(d):
      "frame 1 is 10 bytes: frames of 14 to 1518 bytes"),
     (["--dev", "pg0", "--count", "1", "--pcap", "M/short.pcap", "--flows",
       "2"], "--flows does not apply to --pcap"),
+    (["--dev", "pg0", "--count", "1", "--pcap", "M/short.pcap", "--path",
+      "socket"], "--path socket does not apply to --pcap, whose frames go out "
+     "as live frames: drop --path socket"),
+    (["--dev", "pg0", "--count", "1", "--path", "xdp"],
+     "choose one of auto, live, socket"),
     (["--dev", "pg0", "--count", "1", "--proto", "sctp"],
      "choose one of udp, tcp"),
     (["--dev", "pg0", "--count", "1", "--dst-ip", "10.1"],
@@ -523,19 +550,167 @@ def test_peer_elsewhere_warns(netns):
 
 def test_sigterm_ends_run_and_restores_peer(netns):
     """SIGTERM ends a long run early: reported, exit 0, pg3 bare again."""
-    p = subprocess.Popen(["ip", "netns", "exec", NS, PKTGEN, "--dev", "pg2",
-                          "--duration", "20", "--rate", "1000", "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    try:
+    with ns_popen(PKTGEN, "--dev", "pg2", "--duration", "20", "--rate",
+                  "1000", "--json") as p:
         poll(lambda: "xdp" in link("pg3"), 5, "xdp_pass on pg3")
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=5)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 0, err
     res = json.loads(out)
     assert res["interrupted"] is True and res["elapsed_s"] < 5, res
     assert "xdp" not in link("pg3")
+
+
+# --------------------------------------------------------- jumbo frames --
+def expected_frame(macs, size, proto, v6, sport, stamp=b""):
+    """The synthetic frame pktgen sends from MACS (src, dst) (userspace/
+    nfslice-pktgen/packet.c), built independently with scapy, checksums
+    computed by it."""
+    from scapy.layers.inet import IP, TCP, UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    tcp = proto == "tcp"
+    if v6:
+        l3 = IPv6(src="fd00:211:1::2", dst="fd00:211:2::2", hlim=64,
+                  nh=6 if tcp else 17)
+    else:
+        l3 = IP(src="10.211.1.2", dst="10.211.2.2", flags="DF", ttl=64, id=0,
+                proto=6 if tcp else 17)
+    l4 = (TCP(sport=sport, dport=5201, seq=1, ack=1, flags="PA",
+              window=65535) if tcp else UDP(sport=sport, dport=5201))
+    hdr = 14 + (40 if v6 else 20) + (20 if tcp else 8)
+    eth = Ether(src=macs[0], dst=macs[1])
+    return bytes(eth / l3 / l4 / Raw(stamp + bytes(size - hdr - len(stamp))))
+
+
+def jumbo_run(n, *args):
+    """pktgen --json ARGS on pgj0 while pg_recv.py catches on pgj1: the
+    result, and the frames in arrival order (the catcher dropped none)."""
+    with tempfile.TemporaryDirectory(prefix="nfit-pgj-") as d:
+        out = Path(d) / "frames"
+        with ns_popen("python3", RECV, "pgj1", n, out) as p:
+            assert p.stdout.readline().strip() == "ready", p.stderr.read()
+            res = pktgen_json("--count", n, *args, dev="pgj0")
+            got, err = p.communicate(timeout=30)
+        assert p.returncode == 0, err
+        caught = json.loads(got)
+        assert caught["drops"] == 0, caught
+        data, frames, off = out.read_bytes(), [], 0
+        while off < len(data):
+            ln = struct.unpack_from("!I", data, off)[0]
+            frames.append(data[off + 4:off + 4 + ln])
+            off += 4 + ln
+    assert len(frames) == caught["frames"]
+    return res, frames
+
+
+def assert_socket_sent(res, n):
+    """N frames went through the socket path, the device took all."""
+    assert res["path"] == "socket" and res["peer_xdp"] == "skb", res
+    assert res["transmitted"] == n and res["errors"] == 0, res
+    assert res["driver_sent"] == n and res["driver_dropped"] == 0, res
+
+
+def assert_stamped_frames(frames, proto, v6, sport, flows, seq_len=0,
+                          exact=None):
+    """Frame i has stamp sequence number i and flow i % FLOWS (a mix of
+    SEQ_LEN entries shifts the flows by one more at the last entry of each
+    pass: pktgen.h pktgen_mix_next); the first EXACT frames (all by
+    default) are byte for byte the template of their size: checksums,
+    lengths, order all exact."""
+    l4 = 14 + (40 if v6 else 20) + (20 if proto == "tcp" else 8)
+    macs = (link("pgj0")["address"], link("pgj1")["address"])
+    for i, fr in enumerate(frames):
+        seq, ts = struct.unpack("!QQ", fr[l4:l4 + 16])
+        assert seq == i and ts > 0, (i, seq)
+        flow = (i + ((i + 1) // seq_len if seq_len else 0)) % flows
+        assert struct.unpack("!H", fr[l4 - (20 if proto == "tcp" else 8):][:2]
+                             )[0] == sport + flow, (i, flow)
+        if exact is not None and i >= exact:
+            continue
+        want = expected_frame(macs, len(fr), proto, v6, sport + flow,
+                              fr[l4:l4 + 16])
+        assert fr == want, f"frame {i} ({len(fr)} B) differs from its template"
+
+
+@pytest.mark.parametrize("proto, v6", [
+    ("udp", False), ("tcp", False), ("udp", True), ("tcp", True)])
+def test_jumbo_socket_path_exact(netns, proto, v6):
+    """--size 9014 at MTU 9000 (above a live frame's page: the socket
+    path): exactly N frames arrive, each byte for byte its template with
+    valid checksums, 4 flows exactly round robin, stamps 0..N-1 in order."""
+    n = 1000
+    res, frames = jumbo_run(n, "--size", 9014, "--flows", 4, "--stamp",
+                            "--proto", proto, "--src-port", 7000,
+                            *(("--ipv6",) if v6 else ()))
+    assert_socket_sent(res, n)
+    assert len(frames) == n
+    assert {len(f) for f in frames} == {9014}
+    assert_stamped_frames(frames, proto, v6, 7000, 4)
+    ports = [parse(f).sport for f in frames]
+    assert {p: ports.count(p) for p in set(ports)} == \
+        {7000 + i: n // 4 for i in range(4)}
+
+
+def test_jumbo_mix_and_pacing(netns, tmp_path):
+    """A mix of small and jumbo sizes goes through the socket path whole:
+    one pass of its 4096-entry sequence sends each size in its exact share,
+    interleaved, stamps and flows exact (the first 400 frames and the last
+    of the pass byte for byte); --rate paces it."""
+    mix = tmp_path / "jumbo.mix"
+    mix.write_text("64 1\n1514 1\n9014 2\n")
+    n = 4096
+    res, frames = jumbo_run(n, "--mix", mix, "--stamp", "--flows", 4,
+                            "--rate", 40000)
+    assert_socket_sent(res, n)
+    assert res["mode"] == "mix" and abs(res["avg_frame_bytes"] - 4901.5) < .01
+    assert 0.09 < res["elapsed_s"] < 0.12, res  # 4096 frames at 40000 pps
+    sizes = [len(f) for f in frames]
+    assert {s: sizes.count(s) for s in set(sizes)} == \
+        {64: 1024, 1514: 1024, 9014: 2048}
+    assert len(set(sizes[:16])) == 3, sizes[:16]
+    assert_stamped_frames(frames, "udp", False, 1024, 4, seq_len=n, exact=400)
+    last = frames[-1]  # flow 4095 + 1 (the pass's shift) = 0 mod 4
+    assert last == expected_frame((link("pgj0")["address"],
+                                   link("pgj1")["address"]), len(last), "udp",
+                                  False, 1024, last[42:58])
+
+
+def test_jumbo_socket_drops_counted(netns):
+    """The socket's verdicts are the counters: with pgj1 down the device
+    refuses every frame (ENOBUFS), all counted as dropped, with a warning."""
+    ip("link", "set", "dev", "pgj1", "down")
+    try:
+        cp = pktgen("--count", 100, "--size", 9014, "--json", dev="pgj0")
+    finally:
+        ip("link", "set", "dev", "pgj1", "up")
+    assert cp.returncode == 0, describe(cp)
+    res = json.loads(cp.stdout)
+    assert res["transmitted"] == 100 and res["driver_sent"] == 0, res
+    assert res["driver_dropped"] == 100, res
+    assert "100 of 100 frames did not leave pgj0: the socket or the " \
+        "device's tx_dropped counter reported them dropped" in cp.stderr, \
+        cp.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--size", "9015"], "--size 9015 is out of range: UDP/IPv4 frames need "
+     "at least 60 B, and pgj0 (MTU 9000) takes at most 9014 B"),
+    (["--mix", "M"], "size 9015 is out of range: UDP/IPv4 frames need at "
+     "least 60 B, and pgj0 (MTU 9000) takes at most 9014 B"),
+    (["--size", "4000", "--path", "live"], "--size 4000 is out of range: "
+     "UDP/IPv4 frames need at least 60 B, and pgj0 (MTU 9000) takes at most "
+     "3072 B as live frames (one 4 KiB page each; without --path live larger "
+     "frames go through the socket path)"),
+])
+def test_jumbo_size_errors(netns, tmp_path, args, message):
+    """Above the MTU + 14 is an error naming the MTU; --path live names the
+    page limit and the way out. Exit 2, nothing on stdout."""
+    mix = tmp_path / "big.mix"
+    mix.write_text("64 1\n9015 1\n")
+    cp = pktgen("--count", 1, *[str(mix) if a == "M" else a for a in args],
+                dev="pgj0")
+    assert cp.returncode == 2, describe(cp)
+    assert message in cp.stderr, describe(cp)
+    assert cp.stdout == ""

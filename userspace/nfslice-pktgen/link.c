@@ -140,6 +140,29 @@ int pg_link_get(const char *dev, struct pg_link *l)
 	return 0;
 }
 
+static int fill_tx_dropped(const struct ifinfomsg *ifi, struct rtattr *const *tb,
+			   void *arg)
+{
+	struct rtnl_link_stats64 st;
+
+	if (!tb[IFLA_STATS64] || RTA_PAYLOAD(tb[IFLA_STATS64]) < sizeof(st))
+		return -ENODATA;
+	memcpy(&st, RTA_DATA(tb[IFLA_STATS64]), sizeof(st));
+	*(__u64 *)arg = st.tx_dropped;
+	return 0;
+}
+
+/*
+ * pg_link_tx_dropped - the tx_dropped counter (IFLA_STATS64) of @ifindex in
+ * this namespace into *@out: where a veth counts the frames it drops
+ * without telling the sender (peer down, peer backlog full). Returns 0 or
+ * a negative errno.
+ */
+int pg_link_tx_dropped(int ifindex, __u64 *out)
+{
+	return nfsl_rtnl_links(ifindex, -1, fill_tx_dropped, out);
+}
+
 struct pg_peer {
 	struct xdp_pass_bpf *skel;
 	int link_fd;
@@ -147,7 +170,8 @@ struct pg_peer {
 
 /*
  * pg_peer_prepare - make sure a veth peer takes our frames.
- * Sets *@state; attaches xdp_pass/xdp_drop when --peer-xdp says so and the
+ * Sets *@state (PG_PEER_SKB on the socket path: a veth takes skbs whatever
+ * its peer runs); attaches xdp_pass/xdp_drop when --peer-xdp says so and the
  * peer is here without a native XDP program (*@peer is then what
  * pg_peer_restore() removes). The attachment is a BPF link: it goes away
  * with the process however that ends. Warns once when frames will be
@@ -163,6 +187,10 @@ int pg_peer_prepare(const struct pg_cfg *cfg, struct pg_peer **peer,
 	int err;
 
 	*peer = NULL;
+	if (cfg->path == PG_PATH_SOCKET && l->peer_ifindex) {
+		*state = PG_PEER_SKB; /* skbs, not XDP frames: nothing to attach */
+		return 0;
+	}
 	if (!l->peer_ifindex) {
 		*state = PG_PEER_NONE;
 		return 0;

@@ -27,6 +27,8 @@
 
 static const char *const protos[] = { "udp", "tcp", NULL };
 static const char *const peer_modes[] = { "auto", "off", "drop", NULL };
+/* In the order of enum pg_path. */
+static const char *const paths[] = { "auto", "live", "socket", NULL };
 
 #define OFF(f) offsetof(struct pg_opts, f)
 
@@ -37,8 +39,9 @@ static const struct nfsl_opt table[] = {
 	  .help = "udp or tcp (default udp); TCP segments are ACK|PSH" },
 	{ "ipv6", NFSL_OPT_FLAG, OFF(ipv6),
 	  .help = "IPv6 instead of IPv4" },
-	{ "size", NFSL_OPT_U32, OFF(size), PG_MIN_FRAME, PKTGEN_MAX_FRAME, .metavar = "BYTES",
-	  .help = "frame length without FCS, 60 to MTU+14 (default: 60, or the headers)" },
+	{ "size", NFSL_OPT_U32, OFF(size), PG_MIN_FRAME, PG_MAX_SIZE, .metavar = "BYTES",
+	  .help = "frame length without FCS, 60 to MTU+14 (default: 60, or the headers); "
+		  "frames above 3072 B go through the socket path (--path)" },
 	{ "mix", NFSL_OPT_STR, OFF(mix), .metavar = "FILE",
 	  .help = "frame sizes from a mix file of 'SIZE WEIGHT' lines" },
 	{ "flows", NFSL_OPT_U32, OFF(flows), 1, 65535, .metavar = "N",
@@ -67,7 +70,7 @@ static const struct nfsl_opt table[] = {
 	{ "pcap", NFSL_OPT_STR, OFF(pcap), .metavar = "FILE",
 	  .help = "send the frames of a pcap file, in order, round and round" },
 	{ "batch", NFSL_OPT_U32, OFF(batch), 1, PG_BATCH_MAX, .metavar = "N",
-	  .help = "frames per live-frames batch, 1-256 (default 64)" },
+	  .help = "frames per live-frames batch or per sendmmsg call, 1-256 (default 64)" },
 	{ "burst-us", NFSL_OPT_DURATION, OFF(burst_us), PG_BURST_US_MIN, 1000000, .unit = NFSL_US,
 	  .metavar = "USEC",
 	  .help = "with --rate: send the frames due every USEC us in one burst, 20 to 1000000 (default 1000)" },
@@ -76,6 +79,10 @@ static const struct nfsl_opt table[] = {
 	  .help = "run on CPU N (default: wherever the scheduler puts it)" },
 	{ "peer-xdp", NFSL_OPT_ENUM, OFF(peer_xdp), .choices = peer_modes, .metavar = "MODE",
 	  .help = "auto, off or drop: XDP on a veth peer that has none (default auto)" },
+	{ "path", NFSL_OPT_ENUM, OFF(path), .choices = paths, .metavar = "PATH",
+	  .help = "auto, live or socket: live frames (up to 3072 B) or an AF_PACKET "
+		  "socket (any size up to MTU+14); auto: live if every frame fits one "
+		  "(default auto)" },
 	{ "json", NFSL_OPT_FLAG, OFF(json),
 	  .help = "print the result as one JSON object" },
 	{ NULL },
@@ -86,6 +93,7 @@ static const struct pg_opts defaults = {
 	.batch = PG_BATCH_DEFAULT,
 	.burst_us = PG_BURST_US_DEFAULT,
 	.peer_xdp = PG_PEER_AUTO,
+	.path = PG_PATH_AUTO,
 };
 
 static const char *const env[] = {
@@ -108,7 +116,11 @@ static const struct nfsl_cmd cmd = {
 		"takes such frames only while its peer runs an XDP program: with\n"
 		"--peer-xdp auto a peer in this namespace without one gets xdp_pass\n"
 		"for the run (drop: xdp_drop); a peer elsewhere is left as it is, with\n"
-		"a warning if it has none. The run stops after --count frames or\n"
+		"a warning if it has none. The kernel takes live frames of one page\n"
+		"only: synthetic frames above 3072 B (jumbo frames up to MTU+14, or a\n"
+		"mix with such a size) go out through an AF_PACKET socket instead,\n"
+		"--batch per sendmmsg call, with the same options and counters; the\n"
+		"veth peer needs no XDP program then. The run stops after --count frames or\n"
 		"--duration seconds, whichever comes first (give at least one).\n"
 		"Sizes are frame bytes without FCS. Rates are reported in pps and in\n"
 		"Gbit/s twice: L2 (frame bytes) and on the wire (frame + 24 B: FCS,\n"
@@ -221,36 +233,62 @@ static const char *pkt_name(const struct pg_pkt *p)
 	return p->ipv6 ? "UDP/IPv6" : "UDP/IPv4";
 }
 
+/* The largest frame the run sends. */
+static __u32 max_size(const struct pg_cfg *cfg)
+{
+	__u32 max = cfg->size;
+
+	for (__u32 i = 0; cfg->mode == PKTGEN_MIX && i < cfg->mix.n; i++)
+		if (cfg->mix.size[i] > max)
+			max = cfg->mix.size[i];
+	return max;
+}
+
+/*
+ * Sizes from --size or --mix, checked against the headers and the MTU
+ * (and a live frame's page with --path live), and the path they take:
+ * live frames if every frame fits one, else the socket (a mix with one
+ * size above a page goes through the socket whole, its sizes interleaved).
+ */
 static int resolve_sizes(const struct pg_opts *o, struct pg_cfg *cfg)
 {
 	const struct pg_pkt *p = &cfg->pkt;
 	__u32 hdr = pg_hdr_len(p), lo = hdr + (p->stamp ? PKTGEN_STAMP_LEN : 0);
 	__u32 hi = cfg->link.mtu + 14;
-	char why[160];
+	bool live = o->path == PG_PATH_LIVE;
+	char why[288];
 
 	if (lo < PG_MIN_FRAME)
 		lo = PG_MIN_FRAME;
-	if (hi > PKTGEN_MAX_FRAME)
+	if (hi > PG_MAX_SIZE)
+		hi = PG_MAX_SIZE;
+	if (live && hi > PKTGEN_MAX_FRAME)
 		hi = PKTGEN_MAX_FRAME;
 	snprintf(why, sizeof(why),
 		 "%s frames%s need at least %u B, and %s (MTU %u) takes at most %u B%s",
 		 pkt_name(p), p->stamp ? " with --stamp" : "", lo, cfg->link.name,
-		 cfg->link.mtu, hi, hi == PKTGEN_MAX_FRAME ?
-		 " (one 4 KiB page per live frame)" : "");
+		 cfg->link.mtu, hi, live && hi == PKTGEN_MAX_FRAME ?
+		 " as live frames (one 4 KiB page each; without --path live larger "
+		 "frames go through the socket path)" : "");
 	if (lo > hi)
 		return pg_err("no frame size fits: %s", why);
 	if (o->mix) {
 		cfg->mode = PKTGEN_MIX;
 		cfg->mix_file = o->mix;
-		if (pg_mix_load(o->mix, lo, hi, why, &cfg->mix))
+		if (pg_mix_load(o->mix, lo, hi, why, &cfg->mix) ||
+		    pg_mix_sequence(&cfg->mix, &cfg->avg_len))
 			return -1;
-		return pg_mix_sequence(&cfg->mix, &cfg->avg_len);
+	} else {
+		cfg->mode = PKTGEN_FIXED;
+		cfg->size = o->size ? o->size : lo;
+		if (cfg->size < lo || cfg->size > hi)
+			return pg_err("--size %u is out of range: %s", cfg->size, why);
+		cfg->avg_len = cfg->size;
 	}
-	cfg->mode = PKTGEN_FIXED;
-	cfg->size = o->size ? o->size : lo;
-	if (cfg->size < lo || cfg->size > hi)
-		return pg_err("--size %u is out of range: %s", cfg->size, why);
-	cfg->avg_len = cfg->size;
+	cfg->path = o->path;
+	if (cfg->path == PG_PATH_AUTO)
+		cfg->path = max_size(cfg) > PKTGEN_MAX_FRAME ? PG_PATH_SOCKET
+							     : PG_PATH_LIVE;
 	return 0;
 }
 
@@ -287,6 +325,9 @@ int pg_resolve(const struct pg_opts *o, struct pg_cfg *cfg)
 	if (o->pcap && (opt = synthetic_opt(o)))
 		return pg_err("%s does not apply to --pcap, whose frames are sent as "
 			      "they are in the file: drop %s", opt, opt);
+	if (o->pcap && o->path == PG_PATH_SOCKET)
+		return pg_err("--path socket does not apply to --pcap, whose frames "
+			      "go out as live frames: drop --path socket");
 
 	if (pg_link_get(o->dev, &cfg->link))
 		return -1;
@@ -302,6 +343,7 @@ int pg_resolve(const struct pg_opts *o, struct pg_cfg *cfg)
 
 	if (o->pcap) {
 		cfg->mode = PKTGEN_PCAP;
+		cfg->path = PG_PATH_LIVE;
 		cfg->pcap_file = o->pcap;
 		cfg->pkt.flows = 1;
 		return pg_pcap_load(o->pcap, cfg->link.mtu + 18, &cfg->pcap,

@@ -9,12 +9,14 @@
  *   mix.c      size mix files and the shuffled size sequence
  *   pcap.c     pcap reader
  *   run.c      BPF program, pacing loop, counters
+ *   sock.c     the socket path: frames above a live frame's page
  *   hold.c     keeps the program in the XDP dispatcher (cheap calls)
  *   report.c   text and JSON results
  */
 #ifndef PG_H
 #define PG_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -25,6 +27,7 @@
 
 #define PG_NAME "nfslice-pktgen"
 #define PG_MIN_FRAME 60        /* Ethernet minimum without FCS */
+#define PG_MAX_SIZE 65535      /* --size's bound before the MTU's (u16 lengths) */
 #define PG_WIRE_OVERHEAD 24    /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
 #define PG_MIX_MAX 256         /* distinct sizes in a mix file */
 #define PG_PCAP_MAX 16384      /* frames of a pcap file */
@@ -38,6 +41,13 @@
 #define PG_BURST_US_MIN 20
 
 enum pg_peer_xdp { PG_PEER_AUTO, PG_PEER_OFF, PG_PEER_DROP };
+
+/* How frames leave (docs/pktgen.md "Jumbo frames"). */
+enum pg_path {
+	PG_PATH_AUTO,   /* option only: live if every frame fits one, else socket */
+	PG_PATH_LIVE,   /* BPF_PROG_RUN live frames, up to PKTGEN_MAX_FRAME */
+	PG_PATH_SOCKET, /* AF_PACKET sendmmsg (sock.c), up to the MTU + 14 */
+};
 
 /* The options as the table leaves them: 0, NULL, -1 or ~0 = not given. */
 struct pg_opts {
@@ -62,6 +72,7 @@ struct pg_opts {
 	__u32 burst_us;
 	__u32 cpu;
 	int peer_xdp;
+	int path;
 	bool json;
 	bool has_cpu; /* --cpu given */
 };
@@ -117,6 +128,7 @@ struct pg_cfg {
 	struct pg_link link;
 	struct pg_pkt pkt;
 	enum pktgen_mode mode;
+	enum pg_path path;        /* PG_PATH_LIVE or PG_PATH_SOCKET */
 	__u32 size;               /* PKTGEN_FIXED */
 	const char *mix_file;
 	struct pg_mix mix;        /* PKTGEN_MIX */
@@ -140,6 +152,7 @@ enum pg_peer_state {
 	PG_PEER_ATTACHED,   /* we attached xdp_pass / xdp_drop for the run */
 	PG_PEER_NO_XDP,     /* no XDP program: the veth drops every frame */
 	PG_PEER_UNKNOWN,    /* in another namespace, not readable */
+	PG_PEER_SKB,        /* socket path: skbs need no XDP program there */
 };
 
 struct pg_result {
@@ -162,6 +175,7 @@ void pg_cfg_free(struct pg_cfg *cfg);
 
 /* link.c */
 int pg_link_get(const char *dev, struct pg_link *l);
+int pg_link_tx_dropped(int ifindex, __u64 *out);
 struct pg_peer;
 int pg_peer_prepare(const struct pg_cfg *cfg, struct pg_peer **peer,
 		    enum pg_peer_state *state);
@@ -191,6 +205,14 @@ int pg_pcap_load(const char *file, __u32 max_len, struct pg_pcap *p,
 /* run.c */
 int pg_run(const struct pg_cfg *cfg, struct pg_result *res);
 void pg_stop(void);
+
+/* sock.c: the socket path. pg_sock_open returns 0 or -1 after a message;
+ * pg_sock_send returns 0 or a negative errno (-EINTR: *stop was set). */
+struct pg_sock;
+int pg_sock_open(const struct pg_cfg *cfg, struct pg_sock **s);
+int pg_sock_send(struct pg_sock *s, __u64 n, const volatile sig_atomic_t *stop);
+const struct pktgen_stats *pg_sock_stats(const struct pg_sock *s);
+void pg_sock_close(struct pg_sock *s);
 
 /* hold.c */
 struct pg_hold {

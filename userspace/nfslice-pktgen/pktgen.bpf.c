@@ -177,16 +177,8 @@ int pktgen(struct xdp_md *ctx)
 		goto tx;
 	}
 	if (cfg_mode == PKTGEN_MIX) {
-		__u32 idx = seq_pos;
+		__u32 idx = pktgen_mix_next(&seq_pos, &flow_pos, cfg_seq_len, cfg_flows);
 
-		if (++seq_pos >= cfg_seq_len) {
-			seq_pos = 0;
-			/* Shift the flows by one per pass over the sequence, so
-			 * every flow meets every size even if the flow count and
-			 * the sequence length have a common divisor. */
-			if (++flow_pos >= cfg_flows)
-				flow_pos = 0;
-		}
 		t = bpf_map_lookup_elem(&tmpls, &idx);
 		if (!t || set_lengths(ctx, t))
 			goto err;
@@ -204,29 +196,9 @@ int pktgen(struct xdp_md *ctx)
 	if (l4 + l4_hlen() + (cfg_stamp ? PKTGEN_STAMP_LEN : 0) > data_end)
 		goto err;
 
-	sport = bpf_htons(cfg_sport + flow_pos);
-	if (cfg_flows > 1) {
-		*(__u16 *)l4 = sport; /* source port: offset 0 in UDP and TCP */
-		if (++flow_pos >= cfg_flows)
-			flow_pos = 0;
-	}
-	sum = nfsl_csum_add(sum, sport);
-
-	if (cfg_stamp) {
-		__u64 *stamp = l4 + l4_hlen();
-		__u64 a = bpf_cpu_to_be64(seq);
-		__u64 b = bpf_cpu_to_be64(bpf_ktime_get_ns());
-
-		stamp[0] = a;
-		stamp[1] = b;
-		sum = nfsl_csum_add(sum, (__u32)a);
-		sum = nfsl_csum_add(sum, (__u32)(a >> 32));
-		sum = nfsl_csum_add(sum, (__u32)b);
-		sum = nfsl_csum_add(sum, (__u32)(b >> 32));
-	}
-	*(__u16 *)(l4 + (cfg_udp ? offsetof(struct udphdr, check)
-				 : offsetof(struct tcphdr, check))) =
-		nfsl_csum_final((__u16)~nfsl_csum_fold(sum), cfg_udp);
+	sport = bpf_htons(cfg_sport + pktgen_flow_next(&flow_pos, cfg_flows));
+	pktgen_l4_finish(l4, cfg_udp, sum, sport, cfg_stamp, bpf_cpu_to_be64(seq),
+			 cfg_stamp ? bpf_cpu_to_be64(bpf_ktime_get_ns()) : 0);
 tx:
 	stats.tx++;
 	return XDP_TX;

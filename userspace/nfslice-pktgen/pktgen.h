@@ -8,12 +8,17 @@
 
 #include <linux/types.h>
 
+#include "nfsl_csum.h"
+
 /* Entries of the size sequence of a mix (docs/pktgen.md "Size mixes"). */
 #define PKTGEN_MAX_SEQ 4096
 /*
- * Largest frame: live frames live in one 4 KiB page beside the kernel's
+ * Largest live frame: live frames live in one 4 KiB page beside the kernel's
  * headroom (256 B + its page head) and tailroom (skb_shared_info), which
- * leaves room for 3 KiB.
+ * leaves room for 3 KiB. The kernel refuses live mode for more (EINVAL,
+ * also for a BPF_F_XDP_HAS_FRAGS program: net/bpf/test_run.c "disallow
+ * live data mode for jumbo frames"), so larger synthetic frames take the
+ * socket path (userspace/nfslice-pktgen/sock.c) and pcap frames stop here.
  */
 #define PKTGEN_MAX_FRAME 3072
 /*
@@ -67,5 +72,69 @@ struct pktgen_stats {
 	__u64 drv_calls; /* bulk transmits seen by that tracepoint */
 	__u64 redir_err; /* frames refused before the driver (xdp:xdp_redirect_err) */
 };
+
+/*
+ * The per-frame steps both senders take (the frame program for live frames,
+ * sock.c for the socket path), so both send the same frames in the same
+ * order.
+ */
+
+/*
+ * pktgen_mix_next - the sequence entry of the next frame of a mix, and the
+ * flow shift: one flow further per pass over the sequence, so every flow
+ * meets every size even if the flow count and the sequence length have a
+ * common divisor. @pos, @flow: the sender's cursors.
+ */
+NFSL_INLINE __u32 pktgen_mix_next(__u32 *pos, __u32 *flow, __u32 seq_len,
+				  __u32 flows)
+{
+	__u32 idx = *pos;
+
+	if (++*pos >= seq_len) {
+		*pos = 0;
+		if (++*flow >= flows)
+			*flow = 0;
+	}
+	return idx;
+}
+
+/* pktgen_flow_next - the flow of this frame (0..@flows-1), round robin. */
+NFSL_INLINE __u32 pktgen_flow_next(__u32 *flow, __u32 flows)
+{
+	__u32 f = *flow;
+
+	if (flows > 1 && ++*flow >= flows)
+		*flow = 0;
+	return f;
+}
+
+/*
+ * pktgen_l4_finish - the fields of a synthetic frame that vary per frame,
+ * at its L4 header @l4 (UDP if @udp, else TCP): the source port @sport
+ * (memory order), with @stamp the sequence number @seq_be and TX time
+ * @ns_be (CLOCK_MONOTONIC ns; both big-endian, PKTGEN_STAMP_LEN bytes
+ * right after the L4 header), and the L4 checksum from @sum, the
+ * template's sum without them (struct pktgen_tmpl.l4_sum; RFC 1624 style,
+ * the payload is zero). The caller checked that the bytes are there.
+ */
+NFSL_INLINE void pktgen_l4_finish(void *l4, bool udp, __u32 sum, __u16 sport,
+				  bool stamp, __u64 seq_be, __u64 ns_be)
+{
+	__u16 *check = (__u16 *)((__u8 *)l4 + (udp ? 6 : 16));
+
+	*(__u16 *)l4 = sport; /* source port: offset 0 in UDP and TCP */
+	sum = nfsl_csum_add(sum, sport);
+	if (stamp) {
+		__u64 *st = (__u64 *)((__u8 *)l4 + (udp ? 8 : 20));
+
+		st[0] = seq_be;
+		st[1] = ns_be;
+		sum = nfsl_csum_add(sum, (__u32)seq_be);
+		sum = nfsl_csum_add(sum, (__u32)(seq_be >> 32));
+		sum = nfsl_csum_add(sum, (__u32)ns_be);
+		sum = nfsl_csum_add(sum, (__u32)(ns_be >> 32));
+	}
+	*check = nfsl_csum_final((__u16)~nfsl_csum_fold(sum), udp);
+}
 
 #endif /* NFSL_PKTGEN_H */

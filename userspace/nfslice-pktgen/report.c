@@ -6,7 +6,8 @@
  * achieved  frames the program returned XDP_TX for, per second of the run
  * driver    what the interface's driver did with them (xdp:xdp_devmap_xmit:
  *           taken, dropped) and frames refused before it
- *           (xdp:xdp_redirect_err)
+ *           (xdp:xdp_redirect_err); on the socket path (sock.c) what the
+ *           socket reported: taken by the device, refused (ENOBUFS)
  * Gbit/s is given twice: L2 counts frame bytes (no FCS); "wire" adds 24 B
  * per frame (FCS 4, preamble + SFD 8, inter-frame gap 12).
  */
@@ -28,6 +29,8 @@ static const char *peer_text(enum pg_peer_state s)
 		return "attached";
 	case PG_PEER_NO_XDP:
 		return "no_xdp";
+	case PG_PEER_SKB:
+		return "skb";
 	case PG_PEER_UNKNOWN:
 		break;
 	}
@@ -93,6 +96,7 @@ static void report_json(const struct pg_cfg *cfg, const struct pg_result *r,
 	jsonw_string_field(&w, "peer", cfg->link.peer_known ? cfg->link.peer_name : "");
 	jsonw_string_field(&w, "peer_xdp", peer_text(r->peer));
 	jsonw_string_field(&w, "mode", mode_text(cfg));
+	jsonw_string_field(&w, "path", cfg->path == PG_PATH_SOCKET ? "socket" : "live");
 	if (cfg->mode == PKTGEN_PCAP) {
 		jsonw_string_field(&w, "pcap", cfg->pcap_file);
 		jsonw_uint_field(&w, "pcap_frames", cfg->pcap.n);
@@ -192,6 +196,10 @@ static void report_text(const struct pg_cfg *cfg, const struct pg_result *r,
 	case PG_PEER_UNKNOWN:
 		printf("peer:     in another network namespace, not readable\n");
 		break;
+	case PG_PEER_SKB:
+		printf("peer:     %s takes the frames as skbs: no XDP program needed\n",
+		       l->peer_known ? l->peer_name : "?");
+		break;
 	case PG_PEER_NONE:
 		break;
 	}
@@ -205,7 +213,13 @@ static void report_text(const struct pg_cfg *cfg, const struct pg_result *r,
 	       "%.3f Gbit/s on the wire%s\n", (unsigned long long)r->st.tx, secs,
 	       pps, gbps(pps, cfg->avg_len), gbps(pps, wire),
 	       r->interrupted ? " (interrupted)" : "");
-	if (r->drv_stats)
+	if (cfg->path == PG_PATH_SOCKET)
+		printf("socket:   %llu sent by %s in %llu sendmmsg calls, %llu dropped "
+		       "(refused with ENOBUFS, or counted in its tx_dropped)\n",
+		       (unsigned long long)r->st.drv_sent, l->name,
+		       (unsigned long long)r->st.drv_calls,
+		       (unsigned long long)r->st.drv_drops);
+	else if (r->drv_stats)
 		printf("driver:   %llu sent, %llu dropped by the driver, %llu refused "
 		       "before it\n", (unsigned long long)r->st.drv_sent,
 		       (unsigned long long)r->st.drv_drops,
@@ -224,7 +238,13 @@ void pg_report(const struct pg_cfg *cfg, const struct pg_result *r)
 		report_json(cfg, r, secs, pps);
 	else
 		report_text(cfg, r, secs, pps);
-	if (r->drv_stats && (r->st.drv_drops || r->st.redir_err))
+	if (cfg->path == PG_PATH_SOCKET && r->st.drv_drops)
+		pg_warn("%llu of %llu frames did not leave %s: the socket or the "
+			"device's tx_dropped counter reported them dropped (a veth "
+			"whose peer is down, a full queue or peer backlog: lower "
+			"--rate)", (unsigned long long)r->st.drv_drops,
+			(unsigned long long)r->st.tx, cfg->link.name);
+	else if (r->drv_stats && (r->st.drv_drops || r->st.redir_err))
 		pg_warn("%llu of %llu frames did not leave %s: see 'driver' above "
 			"(a veth drops what its peer has no XDP program for, or its "
 			"ring cannot hold)",

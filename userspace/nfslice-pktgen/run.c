@@ -2,7 +2,8 @@
 /*
  * The run: load userspace/nfslice-pktgen/pktgen.bpf.c for the configured frames, then call
  * BPF_PROG_RUN in live-frames mode until --count frames or --duration
- * seconds are done.
+ * seconds are done; frames above a live frame's page go through the
+ * socket path instead (sock.c), under the same pacing loop.
  *
  * Each call runs the program on `repeat` frames, --batch of them per page
  * pool cycle (the kernel flushes the transmit queue after each batch), all
@@ -55,6 +56,23 @@ static volatile sig_atomic_t stopping;
 void pg_stop(void)
 {
 	stopping = 1;
+}
+
+/* The way out: live frames of the frame program, or the socket (sock.c). */
+struct pg_out {
+	int prog_fd;
+	struct bpf_test_run_opts *o;
+	struct pg_sock *sock;
+	volatile const struct pktgen_stats *st;
+};
+
+/* Send @n frames; 0 or a negative errno (-EINTR: a signal ended it). */
+static int send_frames(struct pg_out *out, __u64 n)
+{
+	if (out->sock)
+		return pg_sock_send(out->sock, n, &stopping);
+	out->o->repeat = n;
+	return bpf_prog_test_run_opts(out->prog_fd, out->o);
 }
 
 static void sleep_until(__u64 t)
@@ -197,6 +215,9 @@ out:
 
 static int run_error(const struct pg_cfg *cfg, int err)
 {
+	if (cfg->path == PG_PATH_SOCKET)
+		return pg_err("sending on %s through its AF_PACKET socket failed: %s",
+			      cfg->link.name, strerror(-err));
 	if (err == -EINVAL || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */)
 		return pg_err("BPF_PROG_RUN in live-frames mode on %s failed: %s "
 			      "(needs Linux >= 5.18 and a driver with ndo_xdp_xmit, "
@@ -218,20 +239,21 @@ static int pin_cpu(int cpu)
 }
 
 /*
- * loop - call BPF_PROG_RUN until the count or the duration is done.
- * Returns 0 or a negative errno of the call.
+ * loop - send until the count or the duration is done. Returns 0 or a
+ * negative errno of a call.
  */
-static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
-		struct bpf_test_run_opts *o, struct pg_result *res)
+static int loop(const struct pg_cfg *cfg, struct pg_out *out,
+		struct pg_result *res)
 {
-	int fd = bpf_program__fd(skel->progs.pktgen);
 	__u64 limit = cfg->count ? cfg->count : UINT64_MAX;
 	__u64 t0 = nfsl_now_ns(), end = UINT64_MAX;
-	volatile struct pktgen_stats *st = &skel->bss->stats;
-	/* Not held, a call waits ~25 ms: fewer, longer calls. */
-	__u64 chunk = res->held ? PG_CHUNK : PG_CHUNK_UNHELD;
-	__u64 burst = res->held ? (__u64)cfg->rate * cfg->burst_us / 1000000
-				: cfg->rate / PG_CALLS_UNHELD;
+	volatile const struct pktgen_stats *st = out->st;
+	/* Live frames not held: a call waits ~25 ms, so fewer, longer calls.
+	 * A socket call costs no more than its frames. */
+	bool cheap = res->held || out->sock;
+	__u64 chunk = cheap ? PG_CHUNK : PG_CHUNK_UNHELD;
+	__u64 burst = cheap ? (__u64)cfg->rate * cfg->burst_us / 1000000
+			    : cfg->rate / PG_CALLS_UNHELD;
 	int err = 0;
 
 	if (burst < 1)
@@ -266,8 +288,7 @@ static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 		if (n > chunk)
 			n = chunk;
 		if (n) {
-			o->repeat = n;
-			err = bpf_prog_test_run_opts(fd, o);
+			err = send_frames(out, n);
 			if (err == -EINTR) {
 				err = 0;
 				res->interrupted = true;
@@ -285,12 +306,50 @@ static int loop(const struct pg_cfg *cfg, struct pktgen_bpf *skel,
 	return err;
 }
 
+/*
+ * The socket path (sock.c): no BPF program; the socket counts what the
+ * device refused (ENOBUFS), and the device's tx_dropped counter over the
+ * run what it dropped silently (a veth does: peer down, backlog full).
+ * Both are driver drops, taken off the frames sent.
+ */
+static int run_socket(const struct pg_cfg *cfg, struct pg_result *res)
+{
+	struct pg_out out = {};
+	__u64 d0 = 0, d1 = 0;
+	int err;
+
+	if (pg_sock_open(cfg, &out.sock))
+		return -1;
+	out.st = pg_sock_stats(out.sock);
+	res->drv_stats = !pg_link_tx_dropped(cfg->link.ifindex, &d0);
+	if (!res->drv_stats)
+		pg_warn("cannot read the tx_dropped counter of %s: frames it drops "
+			"silently are not counted", cfg->link.name);
+	err = pin_cpu(cfg->cpu);
+	if (!err) {
+		err = loop(cfg, &out, res);
+		res->st = *pg_sock_stats(out.sock);
+		if (res->drv_stats && !pg_link_tx_dropped(cfg->link.ifindex, &d1) &&
+		    d1 > d0) {
+			__u64 d = d1 - d0 < res->st.drv_sent ? d1 - d0 : res->st.drv_sent;
+
+			res->st.drv_sent -= d;
+			res->st.drv_drops += d;
+		}
+		if (err)
+			err = run_error(cfg, err);
+	}
+	pg_sock_close(out.sock);
+	return err;
+}
+
 int pg_run(const struct pg_cfg *cfg, struct pg_result *res)
 {
 	static __u8 frame[PKTGEN_MAX_FRAME];
 	struct pg_hold hold = { .netns_fd = -1, .link_fd = -1 };
 	struct pktgen_bpf *skel = NULL;
 	struct xdp_md md = {};
+	struct pg_out out = {};
 	__u32 len = 0;
 	int err;
 	LIBBPF_OPTS(bpf_test_run_opts, o,
@@ -301,18 +360,23 @@ int pg_run(const struct pg_cfg *cfg, struct pg_result *res)
 		.batch_size = cfg->batch,
 	);
 
+	/* Wake-ups of the pacer within ~1 us of their time. */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
+	if (cfg->path == PG_PATH_SOCKET)
+		return run_socket(cfg, res);
 	err = load(cfg, &skel, frame, &len);
 	if (err)
 		return err;
 	o.data_size_in = len;
 	md.data_end = len;
 	md.ingress_ifindex = cfg->link.ifindex;
+	out.prog_fd = bpf_program__fd(skel->progs.pktgen);
+	out.o = &o;
+	out.st = &skel->bss->stats;
 	res->drv_stats = attach_tracepoints(skel);
-	/* Wake-ups of the pacer within ~1 us of their time. */
-	prctl(PR_SET_TIMERSLACK, 1000UL);
 	/* NFSLICE_PKTGEN_NOHOLD=1 shows what the hold is worth. */
 	err = getenv("NFSLICE_PKTGEN_NOHOLD") ? -ECANCELED :
-	      pg_hold_prog(bpf_program__fd(skel->progs.pktgen), &hold);
+	      pg_hold_prog(out.prog_fd, &hold);
 	res->held = !err;
 	if (err)
 		pg_warn("cannot keep the program in the XDP dispatcher (%s): every "
@@ -321,7 +385,7 @@ int pg_run(const struct pg_cfg *cfg, struct pg_result *res)
 	err = pin_cpu(cfg->cpu);
 	if (err)
 		goto out;
-	err = loop(cfg, skel, &o, res);
+	err = loop(cfg, &out, res);
 	res->st = skel->bss->stats;
 	if (err)
 		err = run_error(cfg, err);
