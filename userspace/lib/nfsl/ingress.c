@@ -124,7 +124,7 @@ int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode, int 
 	err = nfsl_use_domain_maps(sl->obj, dir, slots);
 	if (err)
 		goto out;
-	prog = xdp_program__from_bpf_obj(sl->obj, "xdp");
+	prog = xdp_program__from_bpf_obj(sl->obj, "xdp.frags");
 	err = libxdp_get_error(prog);
 	if (err) {
 		prog = NULL;
