@@ -13,12 +13,16 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <criterion/criterion.h>
 
 #include "check.h"
 #include "harness.h"
 #include "pkt.h"
 #include "ref.h"
+#include "nfsl_steer.h"
+#include "steer.skel.h"
 
 TestSuite(frags, .init = h_setup, .fini = h_teardown, .timeout = 60);
 
@@ -213,4 +217,61 @@ Test(frags, replay_token_in_frag)
 			h_expect_counters(&replayed, what);
 		}
 	}
+}
+
+/* The steering's counters, summed over the CPUs. */
+static void steer_counters(struct steer_bpf *st, struct nfsl_steer_counters *sum)
+{
+	struct nfsl_steer_counters v[NFSL_MAX_CPUS];
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(st->maps.nfsl_steer_stats), &zero, v), 0);
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < H.ncpus; c++) {
+#define X_ADD(name) sum->name += v[c].name;
+		NFSL_STEER_COUNTERS(X_ADD)
+#undef X_ADD
+	}
+}
+
+/*
+ * The AF_XDP steering, tail-called by the slicer, is an xdp.frags program
+ * too (a program array takes one kind). Its sockets are bound without
+ * XDP_USE_SG, so the kernel would drop a multi-buffer frame redirected to
+ * them: it passes such frames to the kernel whole, counted multibuf, and
+ * redirects the others as before (here to no socket: no_sock).
+ */
+Test(frags, steer_passes_multibuffer)
+{
+	static uint8_t in[PKT_JUMBO], out[PKT_JUMBO];
+	struct nfsl_steer_key k = { .ifindex = H.if_in, .queue = 0 };
+	struct nfsl_steer_grp g = { .base = 0, .nsock = 1 };
+	struct nfsl_steer_counters c;
+	struct {
+		uint16_t size;
+		uint32_t lin;
+	} cases[] = { { 9014, 0 }, { 1514, 200 }, { 1514, 0 } };
+	struct steer_bpf *st = steer_bpf__open_and_load();
+
+	cr_assert_not_null(st, "the steering program does not load");
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(st->maps.nfsl_groups), &k, &g, BPF_ANY), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct pkt_spec s = { .size = cases[i].size, .proto = PKT_UDP };
+		size_t len = pkt_build(&s, in);
+		struct xdp_md md = { .data_end = cases[i].lin ? cases[i].lin : len,
+				     .ingress_ifindex = H.if_in };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
+			    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &md,
+			    .ctx_size_in = sizeof(md));
+
+		cr_assert_eq(bpf_prog_test_run_opts(bpf_program__fd(st->progs.nfsl_steer), &o), 0);
+		cr_expect_eq(o.retval, V_XDP_PASS, "%u B, %u linear: verdict %u", cases[i].size,
+			     cases[i].lin, o.retval);
+		x_bytes("steered frame", out, o.data_size_out, in, len);
+	}
+	steer_counters(st, &c);
+	cr_expect_eq(c.multibuf, 2, "multibuf %llu, want 2", (unsigned long long)c.multibuf);
+	cr_expect_eq(c.no_sock, 1, "no_sock %llu, want 1", (unsigned long long)c.no_sock);
+	cr_expect_eq(c.steered + c.not_ip + c.no_group, 0);
+	steer_bpf__destroy(st);
 }
