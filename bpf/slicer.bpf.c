@@ -547,7 +547,9 @@ static __always_inline int nfsl_nf_port(struct xdp_md *ctx, const struct nfsl_co
 	ver = *(__u8 *)(eth + 1) >> 4;
 	/* The notice keeps its IP header: its EtherType back, to parse. */
 	eth->h_proto = nfsl_htons(ver == 6 ? ETH_P_IPV6 : ETH_P_IP);
-	if ((ver != 4 && ver != 6) || nfsl_parse(data, data_end, &p) ||
+	/* Whole length: a notice may come multi-buffer (token in a frag). */
+	if ((ver != 4 && ver != 6) ||
+	    nfsl_parse_len(data, data_end, bpf_xdp_get_buff_len(ctx), &p) ||
 	    !nfsl_splice_token_off(&p, &off) ||
 	    bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)) || !nfsl_token_index(&tok, &idx))
 		goto bad;

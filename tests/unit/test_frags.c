@@ -219,6 +219,42 @@ Test(frags, replay_token_in_frag)
 	}
 }
 
+/*
+ * On an NF port: a drop notice whose token lies in a frag frees its slot
+ * (explicit_drop); a jumbo frame passes untouched, nothing counted.
+ */
+Test(frags, nf_port_multibuffer)
+{
+	static uint8_t in[PKT_JUMBO], sliced[PKT_MAX], out[PKT_JUMBO];
+	struct nfsl_counters before, after, none = { 0 };
+	struct pkt_spec s = { .size = 1514, .proto = PKT_UDP };
+	uint32_t slen, olen;
+	struct nfsl_slot sl;
+	size_t len = pkt_build(&s, in);
+	int v;
+
+	h_configure(200, 0, 8, 2);
+	x_slice_ok("notice source", in, len, h_part_base(), 1, NULL, sliced, &slen);
+	H.cfg.ifaces[0].flags |= NFSL_IF_NF_PORT;
+	h_write_config();
+	sliced[12] = NFSL_ETH_P_NOTICE >> 8;
+	sliced[13] = NFSL_ETH_P_NOTICE & 0xff;
+	h_counters(&before);
+	v = h_slice_lin(sliced, slen, slen - 8, out, sizeof(out), &olen);
+	cr_expect_eq(v, V_XDP_DROP, "notice: verdict %d, want XDP_DROP", v);
+	h_counters(&after);
+	cr_expect_eq(after.explicit_drop - before.explicit_drop, 1,
+		     "notice with its token in a frag: explicit_drop +%llu, want +1",
+		     (unsigned long long)(after.explicit_drop - before.explicit_drop));
+	cr_expect_eq(after.bad_notice, before.bad_notice, "notice counted bad");
+	h_slot_read(h_part_base(), &sl);
+	cr_expect_eq(sl.ctl, NFSL_CTL(1, 0), "slot %u not freed: ctl %#llx", h_part_base(),
+		     (unsigned long long)sl.ctl);
+	s.size = 9014;
+	len = pkt_build(&s, in);
+	passes_whole("jumbo frame on an NF port", in, len, 0, &none);
+}
+
 /* The steering's counters, summed over the CPUs. */
 static void steer_counters(struct steer_bpf *st, struct nfsl_steer_counters *sum)
 {
