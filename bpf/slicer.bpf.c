@@ -26,6 +26,7 @@
 #include "nfsl_store.h"
 #include "nfsl_route.h"
 #include "nfsl_splice.h"
+#include "nfsl_kern.h"
 
 /* libxdp dispatcher: run after programs of default priority (50), and let
  * the next program run when we pass. */
@@ -599,7 +600,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	/* A multi-buffer frame (jumbo, or a NIC's header-data split) goes on
 	 * past its linear part [data, data_end) into frags: its length is
 	 * the whole buffer's, its headers must lie in the linear part. */
-	frame_len = bpf_xdp_get_buff_len(ctx);
+	frame_len = nfsl_xdp_len(ctx, lin);
 	if (nfsl_parse_len(data, data_end, frame_len, &p)) {
 		cnt->unparsed++;
 		return XDP_PASS;
