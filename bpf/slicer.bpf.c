@@ -26,6 +26,7 @@
 #include "nfsl_store.h"
 #include "nfsl_route.h"
 #include "nfsl_splice.h"
+#include "nfsl_kern.h"
 
 /* libxdp dispatcher: the slicer runs last (issue 20 §4, docs/design.md
  * "No way around the splicer"): after every program of a lower priority
@@ -549,7 +550,9 @@ static __always_inline int nfsl_nf_port(struct xdp_md *ctx, const struct nfsl_co
 	ver = *(__u8 *)(eth + 1) >> 4;
 	/* The notice keeps its IP header: its EtherType back, to parse. */
 	eth->h_proto = nfsl_htons(ver == 6 ? ETH_P_IPV6 : ETH_P_IP);
-	if ((ver != 4 && ver != 6) || nfsl_parse(data, data_end, &p) ||
+	/* Whole length: a notice may come multi-buffer (token in a frag). */
+	if ((ver != 4 && ver != 6) ||
+	    nfsl_parse_len(data, data_end, bpf_xdp_get_buff_len(ctx), &p) ||
 	    !nfsl_splice_token_off(&p, &off) ||
 	    bpf_xdp_load_bytes(ctx, off, &tok, sizeof(tok)) || !nfsl_token_index(&tok, &idx))
 		goto bad;
@@ -587,7 +590,7 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nfsl_config *cfg = nfsl_get_config();
 	struct nfsl_counters *cnt = nfsl_get_counters();
-	__u32 frame_len = data_end - data, paylen, keep, dst = 0, in;
+	__u32 lin = data_end - data, frame_len, paylen, keep, dst = 0, in;
 	struct nfsl_pkt p = {};
 	__u64 now;
 
@@ -596,7 +599,11 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	in = nfsl_ingress(ctx, cfg);
 	if (in < NFSL_MAX_IFACES && (cfg->ifaces[in].flags & NFSL_IF_NF_PORT))
 		return nfsl_nf_port(ctx, cfg, cnt);
-	if (nfsl_parse(data, data_end, &p)) {
+	/* A multi-buffer frame (jumbo, or a NIC's header-data split) goes on
+	 * past its linear part [data, data_end) into frags: its length is
+	 * the whole buffer's, its headers must lie in the linear part. */
+	frame_len = nfsl_xdp_len(ctx, lin);
+	if (nfsl_parse_len(data, data_end, frame_len, &p)) {
 		cnt->unparsed++;
 		return XDP_PASS;
 	}
@@ -606,6 +613,10 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 			nfsl_event_xdp(ctx, NFSL_EV_OFFS(&p), p.l3end - NFSL_TOKEN_LEN,
 				       NFSL_EV_INFO(&p, NFSL_EV_REPLAYED));
 		return XDP_DROP;
+	}
+	if (p.payoff > lin) { /* L4 options beyond the linear part */
+		cnt->unparsed++;
+		return XDP_PASS;
 	}
 	keep = cfg->keep;
 	paylen = p.l3end - p.payoff;
@@ -620,6 +631,14 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	/* Headers beyond NFSL_HDR_MAX: the splicer could not parse them. */
 	if (paylen - keep > NFSL_PAYLOAD_MAX || p.payoff > NFSL_HDR_MAX) {
 		cnt->skipped_big++;
+		return XDP_PASS;
+	}
+	/* The sliced header (headers, kept bytes, token) must lie in the
+	 * linear part: the shrink then frees every frag, and the header
+	 * leaves linear, as the splicers take it. Headers beyond the linear
+	 * part count as unparsed (nfsl_parse_len needs them there). */
+	if (p.payoff + keep + NFSL_TOKEN_LEN > lin) {
+		cnt->unparsed++;
 		return XDP_PASS;
 	}
 	/* One clock read for the route cache's age and the parking time. */
@@ -651,7 +670,8 @@ static __always_inline int nfsl_slicer_run(struct xdp_md *ctx)
 	return nfsl_slice(ctx, cfg, cnt, &p, in, paylen - keep, dst, now);
 }
 
-SEC("xdp")
+/* Multi-buffer (BPF_F_XDP_HAS_FRAGS): it attaches at any MTU (issue 20). */
+SEC("xdp.frags")
 int nfsl_slicer(struct xdp_md *ctx)
 {
 	int act = nfsl_slicer_run(ctx);

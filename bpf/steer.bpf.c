@@ -50,7 +50,10 @@ struct {
 	__type(value, struct nfsl_steer_counters);
 } nfsl_steer_stats SEC(".maps");
 
-SEC("xdp")
+/* Multi-buffer (BPF_F_XDP_HAS_FRAGS) as the slicer that tail-calls it
+ * (a program array holds programs of one kind only); so it also attaches
+ * alone at any MTU. */
+SEC("xdp.frags")
 int nfsl_steer(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -69,6 +72,12 @@ int nfsl_steer(struct xdp_md *ctx)
 	g = bpf_map_lookup_elem(&nfsl_groups, &k);
 	if (!g || !g->nsock) {
 		cnt->no_group++;
+		return XDP_PASS;
+	}
+	/* Redirected, a frame with frags would be dropped by the kernel
+	 * (the sockets are bound without XDP_USE_SG): the kernel gets it. */
+	if (bpf_xdp_get_buff_len(ctx) > (__u64)(data_end - data)) {
+		cnt->multibuf++;
 		return XDP_PASS;
 	}
 	if (nfsl_parse(data, data_end, &p)) {

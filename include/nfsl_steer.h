@@ -45,7 +45,9 @@ struct nfsl_steer_grp {
 	X(steered)  /* redirected to a socket */                               \
 	X(no_group) /* (interface, queue) the NF does not serve: passed */    \
 	X(not_ip)   /* not UDP/TCP over IPv4/IPv6 (ARP, ICMP...): passed */    \
-	X(no_sock)  /* the group's socket was gone (shutdown): passed */
+	X(no_sock)  /* the group's socket was gone (shutdown): passed */      \
+	X(multibuf) /* a multi-buffer (jumbo) frame a socket without          \
+		     * XDP_USE_SG cannot take (the kernel would drop it): passed */
 
 struct nfsl_steer_counters {
 #define NFSL_X_FIELD(name) __u64 name;

@@ -41,9 +41,9 @@ readonly NET4_LEN=24 NET6_LEN=64
 # shellcheck disable=SC2034
 readonly CLI_NET4=10.211.1.0/24 SRV_NET4=10.211.2.0/24 \
 	CLI_NET6=fd00:211:1::/64 SRV_NET6=fd00:211:2::/64
-# Kept at 1500 on purpose: a non-frags XDP program (the slicer) will not
-# attach to a veth whose peer MTU is above ~3500 (docs/platform.md), and the
-# splicer must never grow a packet past what the egress veth accepts.
+# Kept at 1500 on purpose, the common link MTU (the slicer is multi-buffer
+# XDP and attaches at any MTU: tests/integration/test_jumbo.py uses 9000);
+# the splicer must never grow a packet past what the egress veth accepts.
 readonly MTU=1500
 
 usage() {

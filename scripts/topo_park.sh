@@ -97,8 +97,8 @@ readonly CLI_NET4=10.212.1.0/24 SRV_NET4=10.212.2.0/24 LINK_NET4=10.212.3.0/24
 readonly CLI_NET6=fd00:212:1::/64 SRV_NET6=fd00:212:2::/64 LINK_NET6=fd00:212:3::/64
 # Routing table of the slicer node for traffic entering from clients/servers.
 readonly RT_TABLE=100
-# 1500 everywhere: the slicer (non-frags XDP) needs the peer MTU below ~3500,
-# and the splicer must never rebuild a packet larger than the egress veth
+# 1500 everywhere, the common link MTU (the multi-buffer slicer would attach
+# at any); the splicer must never rebuild a packet larger than the egress veth
 # accepts (docs/platform.md, docs/rig.md).
 readonly MTU=1500
 # NF objects (as in scripts/rig.sh), in the NF server's namespace:

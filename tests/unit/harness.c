@@ -236,17 +236,28 @@ uint32_t h_part_base(void)
 	return H.cpu * nparts * H.cfg.part_slots;
 }
 
-int h_slice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
+int h_slice_lin(const uint8_t *in, uint32_t len, uint32_t lin, uint8_t *out,
+		uint32_t out_max, uint32_t *out_len)
 {
-	struct xdp_md md = { .data_end = len, .ingress_ifindex = H.if_in };
+	/* The context's data_end: the linear part's length (the kernel puts
+	 * the rest of the data in frags, program with BPF_F_XDP_HAS_FRAGS). */
+	struct xdp_md md = { .data_end = lin && lin < len ? lin : len,
+			     .ingress_ifindex = H.if_in }, md_out = {};
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
-		    .data_out = out, .data_size_out = PKT_MAX, .ctx_in = &md,
-		    .ctx_size_in = sizeof(md));
+		    .data_out = out, .data_size_out = out_max, .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .ctx_out = &md_out,
+		    .ctx_size_out = sizeof(md_out));
 	int err = bpf_prog_test_run_opts(H.slicer, &o);
 
 	cr_assert_eq(err, 0, "slicer test run failed: %s", strerror(-err));
 	*out_len = o.data_size_out;
+	H.xdp_out_linear = md_out.data_end - md_out.data;
 	return o.retval;
+}
+
+int h_slice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len)
+{
+	return h_slice_lin(in, len, H.xdp_linear, out, PKT_MAX, out_len);
 }
 
 int h_splice_run(const uint8_t *in, uint32_t len, uint8_t *out,

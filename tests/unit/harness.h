@@ -52,6 +52,11 @@ struct harness {
 	int ifindex; /* device of the splicer's skb; 0: loopback */
 	int if_in, if_out; /* ingress and egress domain interfaces */
 	struct nfsl_config cfg; /* as last written */
+	/* Bytes of a frame h_slice puts in the linear part, the rest in
+	 * frags (a multi-buffer frame); 0: the whole frame, as far as one
+	 * page holds it. */
+	uint32_t xdp_linear;
+	uint32_t xdp_out_linear; /* the last h_slice's output: its linear part */
 };
 
 extern struct harness H;
@@ -84,6 +89,10 @@ uint32_t h_part_base(void);
 /* Run the slicer (XDP) on @in; the result goes to @out (PKT_MAX bytes) and
  * *@out_len. Returns the program's verdict. */
 int h_slice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len);
+/* h_slice with @lin bytes of @in in the linear part (0: as many as fit)
+ * and an @out of @out_max bytes. */
+int h_slice_lin(const uint8_t *in, uint32_t len, uint32_t lin, uint8_t *out,
+		uint32_t out_max, uint32_t *out_len);
 /* Run the splicer (tc) on the frame @in, on device H.ifindex. */
 int h_splice(const uint8_t *in, uint32_t len, uint8_t *out, uint32_t *out_len);
 /* Same, but return the test run's error (-errno) instead of asserting it

@@ -98,7 +98,7 @@ size_t pkt_build(const struct pkt_spec *s, uint8_t *b)
 	uint8_t *c = NULL;
 	uint16_t v;
 
-	if (pkt_hdr_len(s) + s->pad > s->size || s->size > PKT_MAX)
+	if (pkt_hdr_len(s) + s->pad > s->size || s->size > PKT_JUMBO)
 		return 0;
 	memset(b, 0, s->size);
 	memcpy(b, pkt_mac, sizeof(pkt_mac));

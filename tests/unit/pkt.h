@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #define PKT_MAX 4096
+#define PKT_JUMBO 9216 /* a jumbo frame's buffer (multi-buffer XDP tests) */
 
 #define PKT_UDP 17
 #define PKT_TCP 6
@@ -54,7 +55,8 @@ size_t pkt_hdr_len(const struct pkt_spec *s);
  * on IPv4), so one option table serves every kind of packet. */
 void pkt_spec_fit(struct pkt_spec *s);
 
-/* Build the frame into @buf (PKT_MAX bytes). Returns its length, or 0 when
+/* Build the frame into @buf (PKT_MAX bytes; PKT_JUMBO for a larger
+ * s->size). Returns its length, or 0 when
  * the headers do not fit in s->size. */
 size_t pkt_build(const struct pkt_spec *s, uint8_t *buf);
 

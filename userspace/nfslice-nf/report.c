@@ -162,7 +162,7 @@ static void report_text(struct nf_report *r, const struct nfsl_xsk_wstats *tot,
 	       "to kernel %llu\n",
 	       (unsigned long long)r->ks.rx_dropped, (unsigned long long)r->ks.rx_ring_full,
 	       (unsigned long long)r->ks.rx_fill_empty, (unsigned long long)sc->steered,
-	       (unsigned long long)(sc->no_group + sc->not_ip + sc->no_sock));
+	       (unsigned long long)(sc->no_group + sc->not_ip + sc->no_sock + sc->multibuf));
 	for (int k = 0; k < r->nfs->n; k++) {
 		const char *names[NF_MAX_COUNTERS];
 		__u64 vals[NF_MAX_COUNTERS];

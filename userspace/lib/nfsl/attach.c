@@ -289,9 +289,13 @@ static int attach_slicers(const char *dir, const struct nfsl_config *cfg, int mo
 		if_indextoname(ifc->ifindex, ifname);
 		err = nfsl_slicer_attach(ifc->ifindex, dir, cfg->slots, mode, &alone_fd);
 		if (err == -ERANGE)
+			/* The slicer is multi-buffer (xdp.frags): a kernel or driver
+			 * that still refuses the MTU lacks multi-buffer XDP. */
 			nfsl_err("attaching the slicer to %s failed: its MTU (or its veth "
-				 "peer's) is too large for XDP without frags; lower it, "
-				 "e.g. ip link set dev %s mtu 1500", ifname, ifname);
+				 "peer's) is too large for XDP here: frames beyond a page need "
+				 "multi-buffer XDP (frags: Linux >= 5.18, in veth and a few NIC "
+				 "drivers); lower the MTU, e.g. ip link set dev %s mtu 1500, or "
+				 "use a kernel and driver with XDP frags", ifname, ifname);
 		else if (err)
 			nfsl_err("attaching the slicer to %s (XDP %s) failed: %s%s",
 				 ifname, nfsl_xdp_mode_name(mode), strerror(-err),

@@ -114,7 +114,8 @@ int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode, int 
 	if (alone_fd && *alone_fd >= 0) {
 		/* What libxdp does without its dispatcher: attach if the
 		 * interface has no XDP program (the caller checked for
-		 * foreign ones). A veth whose MTU is too large says -ERANGE. */
+		 * foreign ones). A driver without multi-buffer XDP whose MTU
+		 * is too large for one page says -ERANGE. */
 		return bpf_xdp_attach(ifindex, *alone_fd,
 				      XDP_FLAGS_UPDATE_IF_NOEXIST | xdp_flags(mode), NULL);
 	}
@@ -124,7 +125,7 @@ int nfsl_slicer_attach(int ifindex, const char *dir, __u32 slots, int mode, int 
 	err = nfsl_use_domain_maps(sl->obj, dir, slots);
 	if (err)
 		goto out;
-	prog = xdp_program__from_bpf_obj(sl->obj, "xdp");
+	prog = xdp_program__from_bpf_obj(sl->obj, "xdp.frags");
 	err = libxdp_get_error(prog);
 	if (err) {
 		prog = NULL;
