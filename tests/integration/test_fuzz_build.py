@@ -47,3 +47,15 @@ def test_undefined_behaviour_is_a_crash(tmp_path):
     cp = build_and_run(tmp_path)
     assert cp.returncode == 0 and "runtime error" in cp.stderr, \
         cp.stderr[-2000:]
+
+
+def test_a_header_change_rebuilds_the_library_objects():
+    """The fuzz build follows every object's header dependencies, the
+    library's too (userspace/lib/nfsl/X.d, four levels down): a struct
+    changed in include/ must rebuild ckpt.o, or the targets link objects
+    of two layouts (every checkpoint seed crashed fuzz_ckpt so)."""
+    hdr = ROOT / "include" / "nfsl_structs.h"
+    cp = subprocess.run(["make", "-n", "-C", str(ROOT / "tests" / "fuzz"), "-W", str(hdr)],
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert "userspace/lib/nfsl/ckpt.c -o" in cp.stdout, cp.stdout[-2000:]
