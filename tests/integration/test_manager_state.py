@@ -49,7 +49,9 @@ def test_upgrade_under_traffic(rig, tmp_path):
                     describe(cp)
             ids.append(prog_ids(rig))
         s0 = sliced(rig)
-        poll(lambda: sliced(rig) >= s0 + 1000, 10, "sliced after upgrade")
+        # 30 s: the paced traffic slows on a loaded host (CI at f9a039a
+        # timed out at 10 s beside the other test files; green at 5335bdc).
+        poll(lambda: sliced(rig) >= s0 + 1000, 30, "sliced after upgrade")
         assert load.downloading(), \
             f"the download ended before the upgrades: after " \
             f"{time.monotonic() - t0:.1f} s, {load.out.stat().st_size} B"
