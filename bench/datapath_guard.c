@@ -23,14 +23,6 @@
 #include "bench_nf.skel.h"
 #include "guard.skel.h"
 
-/* struct nf_hook_state as BPF_PROG_TEST_RUN of a netfilter program takes
- * it (Linux >= 6.5): only hook and pf may be set. */
-struct dp_nf_state {
-	__u8 hook, pf;
-	__u8 pad[6];
-	void *in, *out, *sk, *net, *okfn;
-};
-
 /* A guard on the slicer's store and counters; its config the slicer's
  * too, or (@own_config) one of its own. */
 static int open_guard(struct bench *b, struct guard_bpf **g, bool own_config)
@@ -101,7 +93,7 @@ int dp_guard_fd(const struct bench *b, int id)
 int dp_nf_block(struct bench *b, const struct bcase *c, int fd, unsigned int iters,
 		__u64 *dur)
 {
-	struct dp_nf_state st = { .hook = 2 /* NF_INET_FORWARD */, .pf = c->v6 ? 10 : 2 };
+	struct nfsl_nf_test_state st = { .hook = 2 /* NF_INET_FORWARD */, .pf = c->v6 ? 10 : 2 };
 	/* clang-format off */
 	LIBBPF_OPTS(bpf_test_run_opts, t,
 		.data_in = c->pkt,

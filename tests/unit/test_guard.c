@@ -168,14 +168,6 @@ Test(guard, retired_key_after_grace)
 	cr_expect_eq(c.escaped_dropped, 0);
 }
 
-/* struct nf_hook_state as BPF_PROG_TEST_RUN of a netfilter program takes
- * it (Linux >= 6.5): only hook and pf may be set. */
-struct g_nf_state {
-	uint8_t hook, pf;
-	uint8_t pad[6];
-	void *in, *out, *sk, *net, *okfn;
-};
-
 #define G_LOCAL_IN 1 /* NF_INET_LOCAL_IN */
 #define G_FORWARD 2  /* NF_INET_FORWARD: the test run's out device is lo */
 
@@ -183,7 +175,7 @@ struct g_nf_state {
  * strips the Ethernet header) at @hook; its verdict. */
 static int g_run_nf(const uint8_t *in, uint32_t len, int v6, uint8_t hook)
 {
-	struct g_nf_state st = { .hook = hook, .pf = v6 ? 10 : 2 };
+	struct nfsl_nf_test_state st = { .hook = hook, .pf = v6 ? 10 : 2 };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len,
 		    .ctx_in = &st, .ctx_size_in = sizeof(st));
 	int err = bpf_prog_test_run_opts(bpf_program__fd(g->progs.nfsl_guard_nf), &o);

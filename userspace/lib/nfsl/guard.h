@@ -66,6 +66,15 @@ const char *nfsl_guard_kind_name(enum nfsl_guard_kind k);
 
 struct bpf_program;
 
+/* struct nf_hook_state as BPF_PROG_TEST_RUN of a netfilter program takes
+ * it as ctx_in (Linux >= 6.5): only hook (NF_INET_*) and pf (NFPROTO_*)
+ * may be set. For the unit tests and the benchmark. */
+struct nfsl_nf_test_state {
+	__u8 hook, pf;
+	__u8 pad[6];
+	void *in, *out, *sk, *net, *okfn;
+};
+
 /*
  * nfsl_nf_prog_type - make @prog, opened but not loaded, a netfilter
  * program (BPF_PROG_TYPE_NETFILTER, Linux >= 6.4): libbpf 1.1 knows no
